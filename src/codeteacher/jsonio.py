@@ -1,0 +1,80 @@
+"""Small, atomic JSON/JSONL/NumPy file helpers used by every stage."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, TypeVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from .errors import UserError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _atomic_write(path: Path, write) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data) -> None:
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json")
+    payload = json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")
+    _atomic_write(path, lambda fh: fh.write(payload))
+
+
+def write_jsonl(path: Path, items: Iterable[BaseModel | dict]) -> None:
+    def write(fh):
+        for item in items:
+            d = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+            fh.write(json.dumps(d, ensure_ascii=False).encode("utf-8"))
+            fh.write(b"\n")
+    _atomic_write(path, write)
+
+
+def write_npy(path: Path, array: np.ndarray) -> None:
+    _atomic_write(path, lambda fh: np.save(fh, array))
+
+
+def read_json(path: Path):
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"missing file: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"corrupt file {path}: {exc}") from None
+
+
+def read_model(path: Path, model: type[M]) -> M:
+    try:
+        return model.model_validate(read_json(path))
+    except ValueError as exc:
+        if isinstance(exc, UserError):
+            raise
+        raise UserError(f"corrupt file {path}: not a valid {model.__name__}") from None
+
+
+def read_jsonl(path: Path, model: type[M]) -> list[M]:
+    out: list[M] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if line.strip():
+                    out.append(model.model_validate_json(line))
+    except FileNotFoundError:
+        raise UserError(f"missing file: {path}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise UserError(f"corrupt file {path} at line {n}") from None
+    return out

@@ -1,0 +1,104 @@
+"""Generic concept extraction: identifier splitting, comment words, light stemming.
+
+Nothing here knows any domain: the stop lists are English function words and C/C++ language
+and generic programming vocabulary, which carry no information about which paper applies.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from . import identity
+
+_ENGLISH = """a about above after again against all also an and any are as at be because been
+before being below between both but by can could did do does doing done down during each either
+else etc every few for from further given had has have having here how however i if in into is
+it its itself just may might more most much must need no nor not now of off on once one only or
+other otherwise our out over own per same see should since so some such than that the their them
+then there these they this those through thus to too two under until up upon us use used uses
+using very via was we were what when where whether which while who whose why will with within
+without would yet you your first second third new old e g ie eg note todo fixme xxx""".split()
+_CODE = """auto bool break case catch char class const constexpr continue default define delete
+do double else endif enum explicit extern false float for friend goto if ifdef ifndef include
+inline int long mutable namespace noexcept nullptr operator override private protected public
+register return short signed sizeof static struct switch template this throw true try typedef
+typename union unsigned using virtual void volatile while std size t type types value values
+get set make init initialize initialise impl detail details tmp temp data ptr ref arg args
+param params brief return returns tparam function functions method class object objects member
+members variable variables file files line lines run test tests check assert print cout endl
+string vector array map list begin end size_t uint int32 int64 view views kokkos_inline_function
+kokkos_function inline_function lambda helper utility utils util base derived default copy move
+swap index idx num count number result results output input src dst lhs rhs left right buffer
+host device exec space spaces memory policy range loop loops functor""".split()
+STOP = frozenset(_ENGLISH) | frozenset(_CODE)
+
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
+_LINE_COMMENT = re.compile(r"//+!?<?(.*)$", re.M)
+_BLOCK_COMMENT = re.compile(r"/\*+!?<?(.*?)\*/", re.S)
+
+
+def stem(word: str) -> str:
+    """Light suffix stripping so 'gradients'/'gradient', 'solvers'/'solver' meet; deliberately
+    conservative (no Porter) so identifiers stay recognisable in reasons."""
+    w = word
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith(("sses", "shes", "ches", "xes")):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is", "ys")):
+        return w[:-1]
+    return w
+
+
+def split_identifier(name: str) -> list[str]:
+    """'depositChargeCIC' -> ['deposit', 'charge', 'cic']; 'fft_poisson' -> ['fft', 'poisson']."""
+    out = []
+    for part in re.split(r"[_\W]+", name):
+        out += [p.lower() for p in _CAMEL.findall(part) if not p.isdigit()]
+    return out
+
+
+def words(text: str) -> list[str]:
+    """Folded, stemmed content words of prose (hyphenated words also yield their parts)."""
+    out = []
+    for w in _WORD.findall(identity.fold(text)):
+        parts = [w] + (re.split(r"[-']", w) if "-" in w or "'" in w else [])
+        for p in parts:
+            if len(p) > 1 and p not in STOP and not p.isdigit():
+                out.append(stem(p))
+    return out
+
+
+def code_words(code: str) -> list[str]:
+    """Identifier parts of code (camelCase/snake_case split) plus its comment words."""
+    comments = " ".join(_LINE_COMMENT.findall(code) + _BLOCK_COMMENT.findall(code))
+    out = words(comments)
+    for ident in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", _BLOCK_COMMENT.sub(" ", _LINE_COMMENT.sub(" ", code))):
+        for p in split_identifier(ident):
+            if len(p) > 1 and p not in STOP:
+                out.append(stem(p))
+    return out
+
+
+def entity_terms(name: str, comment: str, explanation: str, code: str, prose: bool) -> Counter:
+    """Term counts of an entity: names and comments weigh more than body identifiers, since
+    the comment states intent and the body repeats generic variable names."""
+    c: Counter = Counter()
+    for w in split_identifier(name):
+        if len(w) > 1 and w not in STOP:
+            c[stem(w)] += 3
+    for w in words(comment) + words(explanation):
+        c[w] += 2
+    for w in (words(code) if prose else code_words(code)):
+        c[w] += 1
+    return c
+
+
+def paper_terms(title: str, keywords: list[str]) -> set[str]:
+    return set(words(title)) | {w for k in keywords for w in words(k)}
+
+
+def keyword_phrases(keywords: list[str]) -> list[tuple[str, set[str]]]:
+    """Each keyword with its term set, for 'matching keywords' reasons."""
+    return [(k, set(words(k))) for k in keywords if words(k)]

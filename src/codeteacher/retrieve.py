@@ -1,0 +1,174 @@
+"""Hybrid retrieval: dense (FAISS) + lexical (BM25) fused by reciprocal rank, plus exact
+lookups of the files and symbols a question names and a search scoped to those files.
+
+Every result carries the reasons it was picked (`why`), which `ask --explain` and the JSON
+output show, so a surprising answer can be traced to its cause.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .models import SearchHit
+from .query import QueryAnalysis, analyze
+from .settings import Settings
+from .store import IndexStore
+
+
+@dataclass
+class Candidate:
+    idx: int
+    score: float = 0.0
+    why: list[str] = field(default_factory=list)
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
+    fused: float = 0.0
+    evidence_class: str = "primary"
+
+
+@dataclass
+class Trace:
+    """What happened during one retrieval, for --explain and for evaluation."""
+
+    analysis: QueryAnalysis | None = None
+    candidates: list[Candidate] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _top(scores: np.ndarray, k: int) -> list[int]:
+    k = min(k, len(scores))
+    if k <= 0:
+        return []
+    part = np.argpartition(-scores, k - 1)[:k]
+    return [int(i) for i in part[np.argsort(-scores[part])] if scores[i] > 0]
+
+
+def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
+                      settings: Settings, allowed: np.ndarray | None = None
+                      ) -> dict[int, Candidate]:
+    rs = settings.retrieval
+    cands: dict[int, Candidate] = {}
+
+    def get(i: int) -> Candidate:
+        return cands.setdefault(i, Candidate(idx=i))
+
+    # Dense: one FAISS search (exact inner product on normalised vectors).
+    n_dense = rs.dense_k if allowed is None else min(len(store.records), rs.dense_k * 8)
+    sims, ids = store.faiss.search(qvec.reshape(1, -1), min(n_dense, len(store.records)))
+    rank = 0
+    for i in ids[0]:
+        if i < 0 or (allowed is not None and not allowed[i]):
+            continue
+        c = get(int(i))
+        c.dense_rank = rank
+        c.fused += 1.0 / (rs.rrf_k + rank + 1)
+        c.why.append(f"dense #{rank + 1}")
+        rank += 1
+        if rank >= rs.dense_k:
+            break
+    # Lexical: BM25 over identifier-aware tokens.
+    lex = store.lexical.scores(qa.tokens)
+    if allowed is not None:
+        lex = np.where(allowed, lex, 0.0)
+    for rank, i in enumerate(_top(lex, rs.lexical_k)):
+        c = get(i)
+        c.lexical_rank = rank
+        c.fused += 1.0 / (rs.rrf_k + rank + 1)
+        c.why.append(f"bm25 #{rank + 1}")
+
+    # Exact file lookups: the file's entity, plus its best chunks by similarity (file-scoped).
+    for path in qa.files:
+        named = path in qa.named_files
+        bonus = rs.exact_file_bonus * (1.0 if named else 0.6)
+        fi = store.file_record_index(path)
+        if fi is not None and (allowed is None or allowed[fi]):
+            c = get(fi)
+            c.fused += bonus
+            c.why.append("file named in question" if named else "sibling of a named file")
+        members = [i for i in store.by_path.get(path, [])
+                   if store.records[i].kind not in ("file",) and (allowed is None or allowed[i])]
+        if members:
+            local = np.asarray(store.vectors[members]) @ qvec + 0.02 * lex[members]
+            for j in np.argsort(-local)[:rs.file_scoped_k]:
+                c = get(members[int(j)])
+                c.fused += bonus * 0.8
+                c.why.append("best match inside named file")
+    # Exact symbol lookups: definitions outrank declarations.
+    for sym, conf in qa.symbols.items():
+        defs = store.by_symbol.get(sym, [])
+        for i in defs[:12]:
+            if allowed is not None and not allowed[i]:
+                continue
+            r = store.records[i]
+            weight = conf * (0.6 if r.is_declaration or r.kind == "declaration" else 1.0)
+            if r.kind == "function_part":
+                weight *= 0.5
+            c = get(i)
+            c.fused += rs.exact_symbol_bonus * weight
+            c.why.append(f"symbol '{sym}' named")
+    for module in qa.modules:
+        mi = store.modules.get(module)
+        if mi is not None and (allowed is None or allowed[mi]):
+            c = get(mi)
+            c.fused += rs.exact_file_bonus * 0.8
+            c.why.append("folder named in question")
+    for c in cands.values():
+        c.score = c.fused
+    return cands
+
+
+def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
+           ) -> list[Candidate]:
+    """Remove duplicates (a part whose whole is shown, same lines twice), cap per file."""
+    chosen: list[Candidate] = []
+    seen_ranges: set[tuple[str, int, int]] = set()
+    chosen_ids: set[str] = set()
+    per_file: dict[str, int] = defaultdict(int)
+    for c in ranked:
+        r = store.records[c.idx]
+        key = (r.path, r.start_line, r.end_line)
+        if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids):
+            continue
+        if per_file[r.path] >= max_per_file:
+            continue
+        seen_ranges.add(key)
+        chosen_ids.add(r.id)
+        per_file[r.path] += 1
+        chosen.append(c)
+        if len(chosen) >= k:
+            break
+    return chosen
+
+
+def allowed_mask(store: IndexStore, kinds: list[str] | None, paths: list[str] | None
+                 ) -> np.ndarray | None:
+    if not kinds and not paths:
+        return None
+    mask = np.ones(len(store.records), dtype=bool)
+    if kinds:
+        ks = set(kinds)
+        mask &= np.array([r.kind in ks for r in store.records])
+    if paths:
+        prefixes = tuple(p.strip("/") for p in paths)
+        mask &= np.array([r.path == p or r.path.startswith(prefixes) for r in store.records
+                          for p in [r.path]])
+    return mask
+
+
+def search(store: IndexStore, embedder, question: str, settings: Settings, k: int | None = None,
+           kinds: list[str] | None = None, paths: list[str] | None = None,
+           trace: Trace | None = None) -> list[SearchHit]:
+    k = k or settings.retrieval.k
+    qa = analyze(question, store)
+    qvec = embedder.embed([question])[0]
+    allowed = allowed_mask(store, kinds, paths)
+    cands = gather_candidates(store, qvec, qa, settings, allowed)
+    ranked = sorted(cands.values(), key=lambda c: -c.score)
+    chosen = select(store, ranked, k, settings.retrieval.max_per_file)
+    if trace is not None:
+        trace.analysis = qa
+        trace.candidates = ranked
+    return [SearchHit(chunk=store.records[c.idx], score=round(c.score, 5), why=c.why,
+                      evidence_class=c.evidence_class) for c in chosen]
