@@ -102,13 +102,14 @@ class Engine:
 
     def ask(self, question: str, k: int | None = None, trace: Trace | None = None) -> AskResult:
         timings: dict[str, float] = {}
+        trace = trace if trace is not None else Trace()
         t0 = time.perf_counter()
         hits = self.search(question, k=k, trace=trace)
         timings["retrieve"] = _ms(t0)
         t1 = time.perf_counter()
         result = AskResult(question=question, answer=extractive_answer(hits),
                            evidence=[to_evidence(h) for h in hits],
-                           intent=getattr(trace.analysis, "intent", "") if trace and trace.analysis else "")
+                           intent=trace.analysis.intent if trace.analysis else "")
         result.context = list(result.evidence)
         timings["answer"] = _ms(t1)
         timings["total"] = _ms(t0)
@@ -134,7 +135,8 @@ class Engine:
             raise UserError(f"absolute paths are not allowed: {path}")
         if ".." in PurePosixPath(p).parts:
             raise UserError(f"path outside the indexed repository: {path}")
-        p = p.lstrip("./") if p.startswith("./") else p
+        while p.startswith("./"):  # not lstrip: it would eat the dot of ".github/..."
+            p = p[2:]
         return p
 
     def get_code(self, path: str, start_line: int | None = None,

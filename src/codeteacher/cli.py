@@ -88,9 +88,12 @@ def cmd_demo(args) -> int:
 # ---- ask -------------------------------------------------------------------------------------------
 
 def _print_answer(result, explain_trace=None) -> None:
+    from rich.text import Text
+
     con = _console()
-    con.print(f"[bold]Q:[/bold] {result.question}")
-    con.print(f"[bold]Answer:[/bold] {result.answer}")
+    # Questions and answers quote code (`data[i]`, `[[nodiscard]]`): never read them as markup.
+    con.print(Text.assemble(("Q:", "bold"), " ", result.question))
+    con.print(Text.assemble(("Answer:", "bold"), " ", result.answer))
     con.print("[bold]Evidence:[/bold]")
     for e in result.evidence:
         con.print(f"- {e.path}:{e.start_line}-{e.end_line} — {e.symbol} — {e.description}",

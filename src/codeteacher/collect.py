@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from pathlib import Path, PurePosixPath
 
 import pathspec
@@ -143,7 +144,7 @@ def collect(root: str | Path, settings: CollectSettings | None = None,
                 continue
             if include_spec is not None and not include_spec.match_file(rel):
                 continue
-            record = _read_record(abs_dir / name, rel, kind, settings, skip)
+            record = _read_record(abs_dir / name, rel, kind, settings, skip, root_path)
             if record is not None:
                 files.append(record)
     return CollectReport(root=str(root_path), files=files, skipped=skipped,
@@ -151,14 +152,21 @@ def collect(root: str | Path, settings: CollectSettings | None = None,
 
 
 def _read_record(path: Path, rel: str, kind: tuple[str, str], settings: CollectSettings,
-                 skip) -> FileRecord | None:
+                 skip, root: Path) -> FileRecord | None:
     try:
-        if path.is_symlink() and not settings.follow_symlinks:
-            target = path.resolve()
-            if not target.is_file():
-                skip("broken symlink", rel)
-                return None
-        size = path.stat().st_size
+        if path.is_symlink() and not path.resolve().is_file():
+            skip("broken symlink", rel)
+            return None
+        # Never index what lies outside the repository (a file symlink, or a file reached
+        # through a followed directory symlink).
+        if not path.resolve().is_relative_to(root):
+            skip("symlink out of the repository", rel)
+            return None
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
+            skip("not a regular file", rel)
+            return None
+        size = info.st_size
         if size > settings.max_file_bytes:
             skip("too large", rel)
             return None

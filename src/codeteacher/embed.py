@@ -52,6 +52,22 @@ def _device(requested: str) -> str:
         return "cpu"
 
 
+def model_id(settings: EmbeddingSettings) -> str:
+    """Identity of the vectors: model, sequence length and quantization."""
+    q = "" if settings.quantize == "none" else f"+{settings.quantize}"
+    return f"{settings.model}@{settings.max_seq_length}{q}"
+
+
+def _quantize_int8(model):
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+
+
 class SentenceTransformerEmbedder:
     def __init__(self, settings: EmbeddingSettings):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -68,8 +84,12 @@ class SentenceTransformerEmbedder:
                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                             ) from None
         self._model.max_seq_length = settings.max_seq_length
+        if settings.quantize == "int8":
+            self._model = _quantize_int8(self._model)
+        elif settings.quantize != "none":
+            raise UserError(f"unknown embedding.quantize '{settings.quantize}' (none | int8)")
         self.batch_size = settings.batch_size
-        self.model_id = f"{settings.model}@{settings.max_seq_length}"
+        self.model_id = model_id(settings)
         dim_of = getattr(self._model, "get_embedding_dimension", None) or \
             self._model.get_sentence_embedding_dimension
         self.dim = int(dim_of())
@@ -77,6 +97,17 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: list[str], *, progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if len(texts) == 1:  # queries: repeated ones (agents, evaluation) cost nothing
+            return self._embed_one(texts[0]).reshape(1, -1)
+        return self._encode(texts, progress)
+
+    @lru_cache(maxsize=1024)
+    def _embed_one(self, text: str) -> np.ndarray:
+        vec = self._encode([text], False)[0]
+        vec.setflags(write=False)
+        return vec
+
+    def _encode(self, texts: list[str], progress: bool) -> np.ndarray:
         vecs = self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                   convert_to_numpy=True, show_progress_bar=progress)
         return np.ascontiguousarray(vecs, dtype=np.float32)

@@ -77,8 +77,11 @@ def module_entity(module: str, files: list[FileRecord], file_chunks: dict[str, l
                   submodules: list[str]) -> Entity:
     label = module or "."
     scopes = sorted({f.scope for f in files})
-    lines = [f"Module (folder) {label}: {len(files)} indexed files, scope {', '.join(scopes)}."]
-    lines.append("Files: " + _names([PurePosixPath(f.path).name for f in files]) + ".")
+    # A folder holding only subfolders has no files or scopes of its own to list.
+    lines = [f"Module (folder) {label}: {len(files)} indexed files"
+             + (f", scope {', '.join(scopes)}." if scopes else ".")]
+    if files:
+        lines.append("Files: " + _names([PurePosixPath(f.path).name for f in files]) + ".")
     types = [c for f in files for c in file_chunks.get(f.path, []) if c.kind in TYPE_KINDS]
     if types:
         lines.append("Main types: " + _names([c.name for c in types]) + ".")

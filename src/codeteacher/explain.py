@@ -39,8 +39,10 @@ from .generation import ChatRequest, Generator, make_generator, model_id_for
 from .generation.base import messages_tokens
 from .generation.prompts import prompt_signature, render
 from .models import Chunk, Entity, Explanation, ProjectStructure
+from .progress import progress_bar
 
 CUT_MARK = "\n[... cut]"
+Progress = bool | Callable[[str, int, int], None] | None
 MIN_FIELD_CHARS = 40
 
 
@@ -74,6 +76,7 @@ class _Job(BaseModel):
     key: str
     values: dict[str, str]
     shrink: list[str]  # fields cut, in this order, when the prompt exceeds the context
+    cut: bool = False  # an input was already shortened (max_code_chars)
 
 
 def _sha(*parts: object) -> str:
@@ -91,6 +94,12 @@ def _cut(text: str, keep: int) -> str:
 def _flat(text: str, limit: int) -> str:
     text = re.sub(r"\s+", " ", text).strip()
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def clean(text: str) -> str:
+    """An explanation is prose: cut a code block that follows it (small models ramble into code)."""
+    fence = text.find("```")
+    return (text[:fence] if fence > 40 else text).strip()
 
 
 def shard_of(target_id: str, of: int) -> int:
@@ -125,10 +134,10 @@ def write_jsonl_atomic(path: Path, rows: Iterable[BaseModel]) -> None:
 
 
 class _Inputs:
-    def __init__(self, index_dir: Path | None, chunks: Path | None, entities: Path | None,
-                 structure: Path | None):
-        base = Path(index_dir) if index_dir else None
-        chunks = Path(chunks) if chunks else base / "chunks.jsonl" if base else None
+    def __init__(self, chunks: str | Path | None, entities: str | Path | None,
+                 structure: str | Path | None):
+        base = Path(chunks) if chunks and Path(chunks).is_dir() else None  # an index dir
+        chunks = base / "chunks.jsonl" if base else Path(chunks) if chunks else None
         if chunks is None or not chunks.is_file():
             raise UserError(f"chunks file not found: {chunks}")
         self.chunks: list[Chunk] = read_jsonl(chunks, Chunk)
@@ -153,7 +162,7 @@ class _Inputs:
 
 class _Run:
     def __init__(self, settings, generator: Generator | None, cache_files: list[Path],
-                 report: ExplainReport, progress: Callable[[str, int, int], None] | None):
+                 report: ExplainReport, progress: Progress):
         self.gs = settings.generation
         self.cfg = self.gs.explanations
         self.opts = self.gs.explain
@@ -183,7 +192,7 @@ class _Run:
         """Messages that fit the context, cutting job.shrink fields in order; None if impossible."""
         gen = self.gen
         budget = int((gen.context_size - self.cfg.max_tokens - 16) * scale)
-        values, cut = dict(job.values), False
+        values, cut = dict(job.values), job.cut
         for _ in range(16):
             msgs = render(self.gs, job.mode, values)
             n = messages_tokens(gen, msgs)
@@ -212,13 +221,16 @@ class _Run:
             else:
                 pending.append(job)
         size = self.opts.batch_size
-        for start in range(0, len(pending), size):
-            batch = pending[start:start + size]
-            for job, expl in zip(batch, self._generate(batch)):
-                if expl is not None:
-                    done[job.target_id] = expl
-            if self.progress:
-                self.progress(jobs[0].mode, min(start + size, len(pending)), len(pending))
+        label = pending[0].mode.split("_")[0] if pending else ""
+        with progress_bar(f"ex:{label}", len(pending), self.progress is True) as advance:
+            for start in range(0, len(pending), size):
+                batch = pending[start:start + size]
+                for job, expl in zip(batch, self._generate(batch)):
+                    if expl is not None:
+                        done[job.target_id] = expl
+                advance(len(batch))
+                if callable(self.progress):
+                    self.progress(label, min(start + size, len(pending)), len(pending))
         return done
 
     def _fail(self, job: _Job, why: str) -> None:
@@ -247,10 +259,11 @@ class _Run:
                 self.report.tokens_out += g.tokens_out
                 if g.finish_reason == "context_overflow" and scale == 1.0:
                     todo.append(i)
-                elif g.finish_reason in ("error", "context_overflow") or not g.text:
+                elif g.finish_reason in ("error", "context_overflow") or not clean(g.text):
                     self._fail(job, g.error or "empty output")
                 else:
-                    out[i] = Explanation(target_id=job.target_id, mode=job.mode, text=g.text,
+                    out[i] = Explanation(target_id=job.target_id, mode=job.mode,
+                                         text=clean(g.text),
                                          cache_key=job.key, model=self.gen.model_id,
                                          truncated=cuts[i])
                     self.report.count(job.mode, "generated")
@@ -269,15 +282,19 @@ class _Run:
                    f"In class: {c.class_name}" if c.class_name else "",
                    f"Comment: {_flat(c.comment, 400)}" if c.comment else "",
                    f"Calls: {', '.join(c.calls[:12])}" if c.calls else ""]
+            code, cut = self.precut(c.text)
+            # No line numbers in prompt or key: an edit above a chunk must not invalidate it.
             values = {"kind": c.kind, "name": c.qualified_name or c.name or c.kind,
-                      "path": c.path, "lines": f"{c.start_line}-{c.end_line}",
-                      "context": "\n".join(x for x in ctx if x),
-                      "code": c.text if len(c.text) <= self.opts.max_code_chars
-                      else _cut(c.text, self.opts.max_code_chars)}
+                      "path": c.path, "context": "\n".join(x for x in ctx if x), "code": code}
             jobs.append(_Job(target_id=c.id, mode="chunk_explanation",
                              key=self.key("chunk_explanation", _sha(values, c.text)),
-                             values=values, shrink=["code", "context"]))
+                             values=values, shrink=["code", "context"], cut=cut))
         return jobs
+
+    def precut(self, code: str) -> tuple[str, bool]:
+        if len(code) <= self.opts.max_code_chars:
+            return code, False
+        return _cut(code, self.opts.max_code_chars), True
 
     def children(self, items: list[tuple[str, str]], done: dict[str, Explanation]
                  ) -> tuple[str, list[str]]:
@@ -337,7 +354,8 @@ def _entities(run: _Run, inputs: _Inputs, chunk_done: dict[str, Explanation]
             if small.key in run.cache and full.key not in run.cache:
                 jobs.append(small)
             elif full.key in run.cache or not keys:
-                jobs.append(full)  # nothing to fall back on: the code is cut instead
+                full.values["code"], full.cut = run.precut(code)  # nothing to fall back on
+                jobs.append(full)
             else:
                 too_big = len(code) > run.opts.max_code_chars or \
                     messages_tokens(run.gen, render(run.gs, "file_level", full.values)) > \
@@ -381,15 +399,14 @@ def _entities(run: _Run, inputs: _Inputs, chunk_done: dict[str, Explanation]
             callers = _with_unexplained(callers, near, chunk_done, inputs)
             called = _with_unexplained(called, far, chunk_done, inputs)
             _, k0 = run.children([(root_id, "root")], chunk_done)
+            code, cut = run.precut(root.text)
             values = {"name": root.qualified_name or root.name, "path": root.path,
-                      "code": _cut(root.text, run.opts.max_code_chars)
-                      if len(root.text) > run.opts.max_code_chars else root.text,
-                      "callers": callers, "callees": called}
+                      "code": code, "callers": callers, "callees": called}
             jobs.append(_Job(target_id=ent.id, mode="call_chain",
                              key=run.key("call_chain", _sha(
-                                 ent.id, root.text, [label(c) for c in near + far],
+                                 label(root_id), root.text, [label(c) for c in near + far],
                                  [inputs.by_id[c].signature for c in near + far], k0, k1, k2)),
-                             values=values, shrink=["code", "callees", "callers"]))
+                             values=values, shrink=["code", "callees", "callers"], cut=cut))
         out += run.run(jobs).values()
     return out
 
@@ -412,16 +429,18 @@ def _cache_files(cache: str | Path | list | None, out: Path) -> list[Path]:
     return [Path(c) for c in items if Path(c).is_file()]
 
 
-def explain_stage(index_dir: str | Path | None, out_jsonl: str | Path, settings, shard: int = 0,
+def explain_stage(chunks: str | Path, entities: str | Path | None,
+                  structure: str | Path | None, out_jsonl: str | Path, settings, shard: int = 0,
                   of: int = 1, cache: str | Path | list | None = None, *,
-                  generator: Generator | None = None, chunks: str | Path | None = None,
-                  entities: str | Path | None = None, structure: str | Path | None = None,
-                  progress: Callable[[str, int, int], None] | None = None) -> ExplainReport:
+                  generator: Generator | None = None, progress: Progress = False
+                  ) -> ExplainReport:
     """Explain the chunks of shard `shard` of `of`; with of == 1 also every entity level.
 
-    Stage files come from index_dir unless given explicitly. `cache` is one or more earlier
-    explanation files (default: out_jsonl itself if it exists). With backend "none" (and no
-    generator given) nothing is generated and an empty file is written.
+    `chunks` is chunks.jsonl or an index directory holding the three stage files (then
+    entities/structure may be None). `cache` is one or more earlier explanation files (default:
+    out_jsonl itself if it exists; [] for none). `progress`: True for a progress bar on stderr,
+    or a callable(level, done, total). With backend "none" (and no generator given) nothing is
+    generated and an empty file is written.
     """
     if not 0 <= shard < of:
         raise UserError(f"shard {shard} is not in 0..{of - 1}")
@@ -430,7 +449,7 @@ def explain_stage(index_dir: str | Path | None, out_jsonl: str | Path, settings,
     if generator is None and settings.generation.explanations.backend == "none":
         write_jsonl_atomic(out, [])
         return report
-    inputs = _Inputs(index_dir, chunks, entities, structure)
+    inputs = _Inputs(chunks, entities, structure)
     run = _Run(settings, generator, _cache_files(cache, out), report, progress)
     mine = [c for c in _selected(inputs.chunks, run.opts) if shard_of(c.id, of) == shard]
     chunk_done = run.run(run.chunk_jobs(mine))
@@ -443,11 +462,10 @@ def explain_stage(index_dir: str | Path | None, out_jsonl: str | Path, settings,
 
 
 def merge_explanations(shard_files: list[str | Path], out_jsonl: str | Path, settings,
-                       index_dir: str | Path | None = None,
+                       chunks: str | Path | None = None, entities: str | Path | None = None,
+                       structure: str | Path | None = None,
                        cache: str | Path | list | None = None, *,
-                       generator: Generator | None = None, chunks: str | Path | None = None,
-                       entities: str | Path | None = None, structure: str | Path | None = None,
-                       progress: Callable[[str, int, int], None] | None = None
+                       generator: Generator | None = None, progress: Progress = False
                        ) -> ExplainReport:
     """Join the chunk explanations of all shards, then explain the entity levels.
 
@@ -462,7 +480,9 @@ def merge_explanations(shard_files: list[str | Path], out_jsonl: str | Path, set
     missing = [str(f) for f in shard_files if not Path(f).is_file()]
     if missing:
         raise UserError(f"shard explanation file not found: {missing[0]}")
-    inputs = _Inputs(index_dir, chunks, entities, structure)
+    if chunks is None:
+        raise UserError("merging explanations needs the chunks file (--chunks)")
+    inputs = _Inputs(chunks, entities, structure)
     run = _Run(settings, generator, _cache_files(cache, out), report, progress)
     expected = {j.target_id: j.key for j in run.chunk_jobs(_selected(inputs.chunks, run.opts))}
     chunk_done: dict[str, Explanation] = {}

@@ -14,6 +14,11 @@ from .errors import UserError
 
 M = TypeVar("M", bound=BaseModel)
 
+# mkstemp creates 0600 files; index files get the usual umask-based mode so that an index
+# shared with a group (or read by a service account) is readable like the FAISS/BM25 files.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def _atomic_write(path: Path, write) -> None:
     path = Path(path)
@@ -21,6 +26,7 @@ def _atomic_write(path: Path, write) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~_UMASK)
             write(fh)
         os.replace(tmp, path)
     except BaseException:

@@ -30,8 +30,20 @@ def split_identifier(word: str) -> list[str]:
     return parts
 
 
+def stem(word: str) -> str:
+    """A deliberately light suffix stripper: 'initialized'/'initializes' -> 'initializ',
+    'scattering' -> 'scatter'. Enough to join prose with identifiers; never overreaches."""
+    if len(word) <= 4 or not word.isalpha():
+        return word
+    for suffix in ("ing", "ed", "es", "s", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 5 else word
+
+
 def tokenize(text: str) -> list[str]:
-    """Tokens for BM25: whole identifiers plus their parts, stop words removed."""
+    """Tokens for BM25: whole identifiers plus their parts and light stems, stop words removed."""
     out: list[str] = []
     for m in _WORD.finditer(text):
         word = m.group(0)
@@ -42,15 +54,52 @@ def tokenize(text: str) -> list[str]:
         parts = split_identifier(word)
         if len(parts) > 1:
             out.extend(p for p in parts if len(p) > 1 and p not in STOP)
+        for p in (parts if len(parts) > 1 else [low]):
+            st = stem(p)
+            if st != p:
+                out.append(st)
+    return out
+
+
+_CONNECTORS = {"in", "of", "and", "to", "on", "for"}
+
+
+def acronyms(text: str, vocab) -> list[str]:
+    """Acronyms of 2-4 consecutive words that the corpus uses as tokens ("conjugate gradient"
+    -> "cg"); code names things by acronym far more often than prose does."""
+    words = re.findall(r"[A-Za-z][A-Za-z0-9]*", text.lower())
+    out: list[str] = []
+    for i in range(len(words)):
+        if words[i] in STOP or words[i] in _CONNECTORS:
+            continue
+        letters = words[i][0]
+        for j in range(i + 1, min(i + 6, len(words))):
+            w = words[j]
+            letters += w[0]
+            if w in STOP and w not in _CONNECTORS:
+                break
+            if w in _CONNECTORS:
+                continue
+            if 2 <= len(letters) <= 5 and letters in vocab and letters not in out:
+                out.append(letters)
     return out
 
 
 class LexicalIndex:
     """BM25 over token lists; scores for every document at once (corpora are small)."""
 
-    def __init__(self, retriever: bm25s.BM25):
+    def __init__(self, retriever: bm25s.BM25, df: dict[str, int] | None = None):
         self._r = retriever
         self.vocab = retriever.vocab_dict
+        self.df = df or {}
+        self.n_docs = int(retriever.scores["num_docs"])
+
+    def idf(self, token: str) -> float:
+        """BM25-style inverse document frequency (unknown tokens count as rare)."""
+        import math
+
+        df = self.df.get(token, 0)
+        return math.log((self.n_docs - df + 0.5) / (df + 0.5) + 1.0)
 
     @classmethod
     def build(cls, docs: list[list[str]]) -> "LexicalIndex":
@@ -60,7 +109,11 @@ class LexicalIndex:
         vocab.setdefault("", len(vocab))
         retriever = bm25s.BM25()
         retriever.index(Tokenized(ids=ids, vocab=vocab), show_progress=False)
-        return cls(retriever)
+        df: dict[str, int] = {}
+        for d in docs:
+            for t in set(d):
+                df[t] = df.get(t, 0) + 1
+        return cls(retriever, df)
 
     def scores(self, query_tokens: list[str]) -> np.ndarray:
         known = [t for t in dict.fromkeys(query_tokens) if t in self.vocab and t]
@@ -69,8 +122,15 @@ class LexicalIndex:
         return np.asarray(self._r.get_scores(known), dtype=np.float32)
 
     def save(self, folder: Path) -> None:
+        import json
+
         self._r.save(str(folder), show_progress=False)
+        (Path(folder) / "df.json").write_text(json.dumps(self.df), encoding="utf-8")
 
     @classmethod
     def load(cls, folder: Path) -> "LexicalIndex":
-        return cls(bm25s.BM25.load(str(folder), show_progress=False))
+        import json
+
+        df_file = Path(folder) / "df.json"
+        df = json.loads(df_file.read_text(encoding="utf-8")) if df_file.is_file() else {}
+        return cls(bm25s.BM25.load(str(folder), show_progress=False), df)

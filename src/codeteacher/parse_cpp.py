@@ -23,6 +23,8 @@ _CONTAINERS = {"translation_unit", "declaration_list", "preproc_if", "preproc_if
                "preproc_else", "preproc_elif", "preproc_elifdef", "ERROR"}
 _WRAPPERS = {"pointer_declarator", "reference_declarator", "attributed_declarator",
              "init_declarator"}
+_PARAM_KINDS = {"parameter_declaration", "optional_parameter_declaration",
+                "variadic_parameter_declaration", "variadic_parameter", "comment"}
 _BANNER = re.compile(rb"copyright|licen[cs]e|spdx-|all rights reserved|"
                      rb"permission is hereby granted|warranty", re.I)
 # Function-specifier / export macros (KOKKOS_INLINE_FUNCTION, MYLIB_EXPORT, __global__ ...)
@@ -36,6 +38,8 @@ _CLASS_MACRO = re.compile(
     rb"\b(?:class|struct|union)[ \t]+([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)[ \t]+"
     rb"(?!final\b)(?=[A-Za-z_]\w*[ \t]*(?:<[^;{}]*>)?[ \t\r\n]*(?:final\b|:(?!:)|\{))")
 _OPERATOR_TOKEN = re.compile(rb"operator\s*[^\s\w(]{1,3}")
+_LAUNCH = re.compile(rb"([A-Za-z_][\w:]*)[ \t]*(?:<[^<>;{}]*>)?[ \t]*<<<")
+_MACRO_NAME = re.compile(r"_*[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _PAREN_MACRO = re.compile(rb"__launch_bounds__[ \t]*\([^()\n]*\)")
 _SEPARATE_MACRO = re.compile(r"(\[\[.*\]\]|[A-Z_][A-Z0-9_]*(\s*\(.*\))?|__\w+__(\s*\(.*\))?)")
 
@@ -171,9 +175,13 @@ class _FileParser:
         parser, query = _parser()
         tree = parser.parse(self.clean)
         caps = query.captures(tree.root_node)
-        calls = sorted(caps.get("fn", []), key=lambda n: (n.start_byte, n.end_byte))
-        self.call_starts = [n.start_byte for n in calls]
-        self.call_nodes = calls
+        calls = [(n.start_byte, n.end_byte, self.call_name(n)) for n in caps.get("fn", [])]
+        if b"<<<" in self.src:  # CUDA kernel launches are not call_expressions
+            calls += [(m.start(), m.end(), m.group(1).decode("utf-8", "replace"))
+                      for m in _LAUNCH.finditer(self.clean)]
+        calls = sorted(c for c in calls if c[2])
+        self.call_starts = [c[0] for c in calls]
+        self.call_names = [c[2] for c in calls]
         errors = len(caps.get("e", [])) if tree.root_node.has_error else 0
         self.visit_children(tree.root_node, _Ctx())
         includes = self.includes(tree.root_node)
@@ -250,7 +258,8 @@ class _FileParser:
             return ["~" + self.txt(node).lstrip("~").strip()]
         if t == "operator_name":
             op = self.txt(node)[len("operator"):].strip()
-            return ["operator " + _norm(op) if op[:1].isalpha() else "operator" + op.replace(" ", "")]
+            spaced = op[:1].isalpha()  # operator new / delete / co_await
+            return ["operator " + _norm(op) if spaced else "operator" + op.replace(" ", "")]
         if t == "operator_cast":
             return ["operator " + _norm(self.txt(node, True).split("(", 1)[0][len("operator"):])]
         return [_strip_templates(_norm(self.txt(node)))]
@@ -296,6 +305,10 @@ class _FileParser:
         if is_decl and not (self.settings.header_declarations and self.is_header):
             return
         name_node = fd.child_by_field_name("declarator") if fd.type == "function_declarator" else fd
+        params = fd.child_by_field_name("parameters")
+        if is_decl and params is not None and any(
+                p.type not in _PARAM_KINDS for p in params.named_children):
+            return  # `Grid g(64, 64);` declares an object, not a function
         parts = self.flatten(name_node)
         if not parts or not parts[-1]:
             return
@@ -304,7 +317,6 @@ class _FileParser:
         if before.endswith(b"~") and not name.startswith("~"):
             name = "~" + name  # `MACRO ~A()` parses the tilde as an ERROR node
         if fd.type == "function_declarator" and re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
-            params = fd.child_by_field_name("parameters")
             args = params.named_children if params is not None else []
             if args and all(a.type == "parameter_declaration"
                             and a.child_by_field_name("declarator") is None for a in args):
@@ -493,21 +505,24 @@ class _FileParser:
         self.chunks.append(chunk)
         return chunk
 
+    def call_name(self, fn) -> str:
+        """`foo`, `obj.bar` -> bar, `ns::baz`, `Cls<T>::f` -> Cls::f; macros (ALL_CAPS_X) -> ''."""
+        if fn.type == "field_expression":
+            fn = fn.child_by_field_name("field")
+            if fn is None:
+                return ""
+        if fn.type not in ("identifier", "field_identifier", "qualified_identifier",
+                           "template_function", "template_method", "destructor_name"):
+            return ""
+        name = "::".join(p for p in self.flatten(fn) if p)
+        return "" if _MACRO_NAME.fullmatch(name) else name
+
     def calls_in(self, start: int, end: int) -> list[str]:
         out: dict[str, None] = {}
         i = bisect.bisect_left(self.call_starts, start)
-        while i < len(self.call_nodes) and self.call_starts[i] < end and len(out) < 200:
-            fn = self.call_nodes[i]
+        while i < len(self.call_starts) and self.call_starts[i] < end and len(out) < 200:
+            out[self.call_names[i]] = None
             i += 1
-            if fn.type == "field_expression":
-                fn = fn.child_by_field_name("field")
-                if fn is None:
-                    continue
-            if fn.type in ("identifier", "field_identifier", "qualified_identifier",
-                           "template_function", "template_method", "destructor_name"):
-                name = "::".join(p for p in self.flatten(fn) if p)
-                if name:
-                    out[name] = None
         return list(out)
 
     def split(self, whole: Chunk, body) -> None:
@@ -604,8 +619,10 @@ class _FileParser:
 
     def first_code_row(self, node) -> int | None:
         """Row of the first construct that is not a comment or preprocessor line."""
-        for child in node.named_children:
+        for i, child in enumerate(node.named_children):
             t = child.type
+            if node.field_name_for_named_child(i) in ("name", "condition"):
+                continue  # `#ifndef GUARD`, `#if defined(X)`
             if t in ("preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"):
                 row = self.first_code_row(child)
                 if row is not None:

@@ -104,7 +104,10 @@ class _Builder:
         ranges, size = [], 0
         for a, b in pieces:
             n = sum(len(self.lines[i - 1]) + 1 for i in range(a, b + 1))
-            if ranges and size + n <= limit:
+            if ranges:  # the blank lines between the paragraphs count too
+                n_gap = sum(len(self.lines[i - 1]) + 1 for i in range(ranges[-1][1] + 1, a))
+            if ranges and size + n_gap + n <= limit:
+                n += n_gap
                 ranges[-1][1] = b
                 size += n
             else:
@@ -310,12 +313,13 @@ def _command_names(lines: list[str], start: int, end: int, make: bool) -> list[s
 
 
 def chunk_build(path: str, text: str, *, scope: str = "build", file_sha: str = "",
-                settings: ChunkSettings | None = None) -> ParsedFile:
-    """Windows of a CMakeLists.txt / *.cmake / Makefile, cut at command boundaries."""
+                settings: ChunkSettings | None = None, language: str = "") -> ParsedFile:
+    """Windows of a CMakeLists.txt / *.cmake / Makefile, cut at command boundaries.
+    `language` defaults to "make" for Makefiles and "cmake" otherwise."""
     base = posixpath.basename(path)
     make = base.lower() in ("makefile", "gnumakefile") or base.lower().endswith((".mk", ".make"))
-    b = _Builder(path, text.split("\n"), "build", "make" if make else "cmake", scope, file_sha,
-                 settings)
+    b = _Builder(path, text.split("\n"), "build", language or ("make" if make else "cmake"),
+                 scope, file_sha, settings)
     leading = ""
     try:
         lines = b.lines

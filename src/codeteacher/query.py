@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, Field
 
-from .lexical import STOP, tokenize
+from .lexical import STOP, acronyms, tokenize
 from .store import IndexStore
 
 _FILEISH = re.compile(r"[\w][\w./+-]*\.[A-Za-z][A-Za-z0-9]{0,5}\b")
@@ -26,12 +26,17 @@ class QueryAnalysis(BaseModel):
     named_files: list[str] = Field(default_factory=list)  # the ones literally named
     symbols: dict[str, float] = Field(default_factory=dict)  # symbol -> confidence (0..1]
     modules: list[str] = Field(default_factory=list)
+    intent: str = ""  # set by routing
+    profile: str = ""  # expansion profile chosen by the intent
+    wanted: list[str] = Field(default_factory=list)  # requested entity types
 
 
 def _strong_identifier(word: str, backticked: bool, called: bool) -> bool:
-    """Identifier-shaped words (CamelCase, snake_case, qualified, called, quoted)."""
-    return (backticked or called or "::" in word or "_" in word.strip("_")
-            or any(ch.isupper() for ch in word[1:]) or word.isupper() and len(word) > 2)
+    """Identifier-shaped words (CamelCase, snake_case, qualified, called, quoted). An
+    all-capitals word is not: prose uses acronyms ("the FFT solver") for concepts."""
+    if backticked or called or "::" in word or "_" in word.strip("_"):
+        return True
+    return not word.isupper() and any(ch.isupper() for ch in word[1:])
 
 
 def _siblings(store: IndexStore, path: str) -> list[str]:
@@ -44,8 +49,11 @@ def _siblings(store: IndexStore, path: str) -> list[str]:
     return same_dir
 
 
-def analyze(question: str, store: IndexStore) -> QueryAnalysis:
-    qa = QueryAnalysis(question=question, tokens=tokenize(question))
+def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float = 0.1
+            ) -> QueryAnalysis:
+    tokens = tokenize(question)
+    tokens += [a for a in acronyms(question, store.lexical.vocab) if a not in tokens]
+    qa = QueryAnalysis(question=question, tokens=tokens)
     files: list[str] = []
     for m in _FILEISH.finditer(question):
         word = m.group(0).strip("./")
@@ -81,8 +89,11 @@ def analyze(question: str, store: IndexStore) -> QueryAnalysis:
                 continue
             if _strong_identifier(cand, bool(quoted), bool(call)):
                 qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), 1.0)
+            elif cand.isupper() and len(cand) >= 2:
+                qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), acronym)
             elif len(defs) <= 8 and len(cand) >= 5:
-                qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), 0.5)
+                # A plain lower-case word ("charge") is usually English, not a code reference.
+                qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), weak)
             break
 
     lowered = question.lower()

@@ -25,6 +25,7 @@ class Candidate:
     dense_rank: int | None = None
     lexical_rank: int | None = None
     fused: float = 0.0
+    score_before: float | None = None  # before rerank
     evidence_class: str = "primary"
 
 
@@ -33,7 +34,9 @@ class Trace:
     """What happened during one retrieval, for --explain and for evaluation."""
 
     analysis: QueryAnalysis | None = None
-    candidates: list[Candidate] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)  # candidates, best first, with scores
+    expansions: list[dict] = field(default_factory=list)
+    filtered: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -95,7 +98,9 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
                 c = get(members[int(j)])
                 c.fused += bonus * 0.8
                 c.why.append("best match inside named file")
-    # Exact symbol lookups: definitions outrank declarations.
+    # Exact symbol lookups: definitions outrank declarations; a class's constructors share
+    # its name but are not what "the class X" refers to, so they get a fraction.
+    mentions_ctor = any(w in qa.question.lower() for w in ("constructor", "destructor"))
     for sym, conf in qa.symbols.items():
         defs = store.by_symbol.get(sym, [])
         for i in defs[:12]:
@@ -105,6 +110,8 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
             weight = conf * (0.6 if r.is_declaration or r.kind == "declaration" else 1.0)
             if r.kind == "function_part":
                 weight *= 0.5
+            if r.kind in ("constructor", "destructor") and not mentions_ctor:
+                weight *= 0.3
             c = get(i)
             c.fused += rs.exact_symbol_bonus * weight
             c.why.append(f"symbol '{sym}' named")
@@ -119,26 +126,33 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
     return cands
 
 
-def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
-           ) -> list[Candidate]:
-    """Remove duplicates (a part whose whole is shown, same lines twice), cap per file."""
+def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int,
+           same_file_penalty: float = 0.0) -> list[Candidate]:
+    """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
+    `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
+    that distinct relevant files surface before a third chunk of the same file."""
     chosen: list[Candidate] = []
     seen_ranges: set[tuple[str, int, int]] = set()
     chosen_ids: set[str] = set()
     per_file: dict[str, int] = defaultdict(int)
-    for c in ranked:
-        r = store.records[c.idx]
+    pool = list(ranked[: max(4 * k, 40)])
+    while pool and len(chosen) < k:
+        best, best_score = None, None
+        for c in pool:
+            r = store.records[c.idx]
+            eff = c.score - same_file_penalty * per_file[r.path]
+            if best_score is None or eff > best_score:
+                best, best_score = c, eff
+        pool.remove(best)
+        r = store.records[best.idx]
         key = (r.path, r.start_line, r.end_line)
-        if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids):
-            continue
-        if per_file[r.path] >= max_per_file:
+        if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
+                or per_file[r.path] >= max_per_file:
             continue
         seen_ranges.add(key)
         chosen_ids.add(r.id)
         per_file[r.path] += 1
-        chosen.append(c)
-        if len(chosen) >= k:
-            break
+        chosen.append(best)
     return chosen
 
 
@@ -152,23 +166,69 @@ def allowed_mask(store: IndexStore, kinds: list[str] | None, paths: list[str] | 
         mask &= np.array([r.kind in ks for r in store.records])
     if paths:
         prefixes = tuple(p.strip("/") for p in paths)
-        mask &= np.array([r.path == p or r.path.startswith(prefixes) for r in store.records
-                          for p in [r.path]])
+        mask &= np.array([r.path in prefixes or r.path.startswith(tuple(p + "/" for p in prefixes))
+                          for r in store.records])
     return mask
 
 
 def search(store: IndexStore, embedder, question: str, settings: Settings, k: int | None = None,
            kinds: list[str] | None = None, paths: list[str] | None = None,
            trace: Trace | None = None) -> list[SearchHit]:
+    from .context_filter import filter_context
+    from .expand import expand
+    from .rerank import cross_encode, rerank
+    from .routing import classify
+
     k = k or settings.retrieval.k
-    qa = analyze(question, store)
+    qa = analyze(question, store, settings.retrieval.weak_symbol_confidence,
+                 settings.retrieval.acronym_symbol_confidence)
+    qa.intent, qa.profile, qa.wanted = classify(qa, settings.routing)
+    rule = settings.routing.intents.get(qa.intent) if settings.routing.enabled else None
     qvec = embedder.embed([question])[0]
     allowed = allowed_mask(store, kinds, paths)
     cands = gather_candidates(store, qvec, qa, settings, allowed)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
-    chosen = select(store, ranked, k, settings.retrieval.max_per_file)
+    if settings.rerank.enabled:
+        rerank(ranked, store.records, qa.tokens, rule, qa.intent, qa.wanted, settings.rerank,
+               store.lexical.idf)
+        ranked.sort(key=lambda c: -c.score)
+    if settings.cross_encoder.model:
+        cross_encode(ranked, store.records, question, settings.cross_encoder)
+        ranked.sort(key=lambda c: -c.score)
+    added = []
+    if settings.expansion.enabled and allowed is None:
+        added = expand(store, cands, ranked, qvec, qa.profile, settings.expansion,
+                       lambda i: Candidate(idx=i))
+        ranked = sorted(cands.values(), key=lambda c: -c.score)
+    # Select generously, then let the context filter drop what stronger chunks already carry.
+    pool = select(store, ranked, k * 2, settings.retrieval.max_per_file,
+                  settings.retrieval.same_file_penalty)
+    dropped: list[tuple[int, str]] = []
+    if settings.context_filter.enabled:
+        keep, dropped = filter_context([store.records[c.idx] for c in pool],
+                                       settings.context_filter, settings.rerank.trivial_lines)
+        chosen = [pool[i] for i in keep][:k]
+    else:
+        chosen = pool[:k]
     if trace is not None:
-        trace.analysis = qa
-        trace.candidates = ranked
+        _fill_trace(trace, store, qa, ranked, added, [(pool[i], why) for i, why in dropped])
     return [SearchHit(chunk=store.records[c.idx], score=round(c.score, 5), why=c.why,
                       evidence_class=c.evidence_class) for c in chosen]
+
+
+def _fill_trace(trace: Trace, store: IndexStore, qa: QueryAnalysis, ranked: list[Candidate],
+                added: list, dropped: list) -> None:
+    trace.analysis = qa
+    for c in ranked[:60]:
+        r = store.records[c.idx]
+        trace.rows.append({
+            "chunk_id": r.id, "path": r.path, "start_line": r.start_line,
+            "end_line": r.end_line, "symbol": r.qualified_name or r.name, "kind": r.kind,
+            "dense_rank": c.dense_rank, "lexical_rank": c.lexical_rank,
+            "score_before": c.score_before if c.score_before is not None else c.fused,
+            "score": c.score, "class": c.evidence_class, "why": list(c.why)})
+    for i, relation, seed in added:
+        r = store.records[i]
+        trace.expansions.append({"chunk_id": r.id, "relation": relation, "seed": seed})
+    for c, why in dropped:
+        trace.filtered.append({"chunk_id": store.records[c.idx].id, "reason": why})

@@ -13,6 +13,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import UserError
+from .retrieval_settings import (ContextFilterSettings, CrossEncoderSettings,
+                                 ExpansionSettings, RerankSettings, RoutingSettings)
 from .papers.config import PaperSettings
 from .generation.config import GenerationSettings
 from .evaluation.config import EvalSettings
@@ -65,6 +67,12 @@ class EmbeddingSettings(Section):
     device: str = Field(default="cpu", description="cpu | cuda | auto")
     max_code_chars: int = Field(default=1600, description="Code characters in the embedded text "
                                 "after the structured header (the model truncates anyway).")
+    quantize: str = Field(default="none", description="'int8' quantizes the model's linear "
+                          "layers dynamically (CPU): ~1.5x faster, slightly different vectors.")
+    skip_kinds: list[str] = Field(default=["declaration", "function_part"],
+                                  description="Kinds not embedded (zero vector): prototypes and "
+                                  "parts of long functions whose definition / whole function is "
+                                  "embedded already. BM25 and exact lookups still find them.")
 
 
 class RetrievalSettings(Section):
@@ -78,6 +86,14 @@ class RetrievalSettings(Section):
                                       "question whose definition is this chunk.")
     file_scoped_k: int = Field(default=3, description="Best chunks kept inside each mentioned file.")
     max_per_file: int = Field(default=3, description="Evidence items per file (diversity).")
+    same_file_penalty: float = Field(default=0.01, description="Subtracted per chunk already "
+                                     "chosen from the same file, so that other relevant files "
+                                     "surface (fused scores are ~0.03-0.1; exact lookups ~1).")
+    weak_symbol_confidence: float = Field(default=0.03, description="Weight of a symbol match "
+                                          "on a plain lower-case word (often just English).")
+    acronym_symbol_confidence: float = Field(default=0.03, description="Weight of a symbol "
+                                             "match on an all-capitals word (FFT, MPI): prose "
+                                             "uses acronyms for concepts, not only for names.")
 
 
 class Settings(Section):
@@ -85,6 +101,11 @@ class Settings(Section):
     chunking: ChunkSettings = Field(default_factory=ChunkSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
+    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
+    context_filter: ContextFilterSettings = Field(default_factory=ContextFilterSettings)
+    cross_encoder: CrossEncoderSettings = Field(default_factory=CrossEncoderSettings)
     papers: PaperSettings = Field(default_factory=PaperSettings)
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     evaluation: EvalSettings = Field(default_factory=EvalSettings)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from .collect import collect, read_text
 from .embed import load_embedder
+from .embed import model_id as embed_model_id
 from .entities import build_entities
 from .errors import UserError
 from .graph import build_structure
@@ -63,7 +64,7 @@ def parse_file(root: str, rec, settings: Settings) -> ParsedFile:
     if rec.category == "code":
         return parse_cpp(rec.path, text, language=rec.language, **common)
     if rec.category == "build":
-        return chunk_build(rec.path, text, **common)
+        return chunk_build(rec.path, text, language=rec.language, **common)
     fmt = rec.language if rec.language in ("markdown", "rst") else "text"
     return chunk_doc(rec.path, text, fmt=fmt, **common)
 
@@ -197,9 +198,12 @@ def stage_embed(chunks_path: Path, entities_path: Path, out_dir: Path, settings:
         if Path(files_json).is_file() else {}
     records = _records(chunks, entities, explanations, scopes)
     es = settings.embedding
-    model_key = f"{es.model}@{es.max_seq_length}"
+    model_key = embed_model_id(es)
+    skip = set(es.skip_kinds)
     texts = [embed_text(r, es.max_code_chars) for r in records]
-    keys = [hashlib.sha1(f"{model_key}\0{t}".encode("utf-8", "replace")).hexdigest() for t in texts]
+    keys = ["" if r.kind in skip else
+            hashlib.sha1(f"{model_key}\0{t}".encode("utf-8", "replace")).hexdigest()
+            for r, t in zip(records, texts)]
     old: dict[str, np.ndarray] = {}
     if cache and (cache / VECTOR_KEYS).is_file() and (cache / VECTORS).is_file():
         try:
@@ -209,8 +213,10 @@ def stage_embed(chunks_path: Path, entities_path: Path, out_dir: Path, settings:
                 old = {k: old_vecs[i] for i, k in enumerate(old_keys)}
         except (UserError, ValueError, OSError):
             old = {}
-    todo = [i for i, k in enumerate(keys) if k not in old]
+    todo = [i for i, k in enumerate(keys) if k and k not in old]
     dim = next(iter(old.values())).shape[0] if old else 0
+    if not dim and not todo:  # nothing to embed and nothing cached: still need the width
+        todo = [i for i, k in enumerate(keys) if k][:1]
     new_vecs = None
     if todo:
         embedder = load_embedder(es)
@@ -227,12 +233,17 @@ def stage_embed(chunks_path: Path, entities_path: Path, out_dir: Path, settings:
     vectors = np.zeros((len(records), dim), dtype=np.float32)
     new_pos = {i: j for j, i in enumerate(todo)}
     for i, k in enumerate(keys):
-        vectors[i] = new_vecs[new_pos[i]] if i in new_pos else old[k]
+        if i in new_pos:
+            vectors[i] = new_vecs[new_pos[i]]
+        elif k:
+            vectors[i] = old[k]
+        # skipped kinds keep a zero vector: dense search never ranks them, BM25 still does
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / RECORDS, records)
     write_npy(out_dir / VECTORS, vectors)
     write_json(out_dir / VECTOR_KEYS, keys)
-    return {"records": len(records), "embedded": len(todo), "reused": len(records) - len(todo)}
+    return {"records": len(records), "embedded": len(todo),
+            "reused": sum(1 for k in keys if k) - len(todo), "skipped": keys.count("")}
 
 
 # ---- index ----------------------------------------------------------------------------------
@@ -263,7 +274,7 @@ def stage_index(work: Path, out_dir: Path, settings: Settings, name: str,
     manifest = Manifest(
         chunker_version=CHUNKER_VERSION, name=name, root=report.root,
         created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        model_id=f"{model.model}@{model.max_seq_length}", dim=int(vectors.shape[1]),
+        model_id=embed_model_id(model), dim=int(vectors.shape[1]),
         settings_signature=settings.index_signature(),
         files={f.path: f.sha256 for f in report.files}, counts=dict(counts),
         stage_seconds=stage_seconds or {})

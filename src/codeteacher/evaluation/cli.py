@@ -46,8 +46,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     g = c.add_mutually_exclusive_group()
     g.add_argument("--corpus-files", help="restrict gold files to this corpus: a directory, "
                    "an index directory, or a text file with one path per line")
-    g.add_argument("--index", dest="compare_index", help="restrict gold files to the files "
-                   "of this index")
+    g.add_argument("--index", dest="compare_index", metavar="DIR",
+                   help="restrict gold files to the files of this index")
     c.add_argument("--json", help="also write all runs' scores to this JSON file")
     c.add_argument("--settings", default=argparse.SUPPRESS, help="settings file")
     for parser in (p, r, c):
@@ -105,6 +105,8 @@ def run_command(args: argparse.Namespace) -> int:
     console.print(f"asked {result['asked']}, kept {result['kept']} from before, "
                   f"{result['failed']} failed; {scores['answered']} of {scores['questions']} "
                   f"answered; report: {Path(args.out) / 'report.md'}")
+    if result["judge_error"]:
+        console.print(f"warning: judging failed: {result['judge_error']}")
     Console().print(compare_tables([scores])[0])
     return 0
 
@@ -118,10 +120,7 @@ def compare_command(args: argparse.Namespace) -> int:
     from .scoring import compare_runs
 
     settings = _settings(args)
-    cfg = settings.evaluation if hasattr(settings, "evaluation") else None
-    if cfg is None:
-        from .config import EvalSettings
-        cfg = EvalSettings()
+    cfg = settings.evaluation
     corpus = None
     if args.corpus_files:
         corpus = corpus_files_from(args.corpus_files)

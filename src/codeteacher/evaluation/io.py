@@ -57,7 +57,8 @@ def load_references(path: str | Path | None) -> dict[str, str]:
     key = "references" if isinstance(data, dict) and "references" in data else "answers"
     out = {}
     for n, item in enumerate(_items(data, key, path), 1):
-        if not isinstance(item, dict) or "id" not in item or not isinstance(item.get("answer"), str):
+        if not isinstance(item, dict) or "id" not in item \
+                or not isinstance(item.get("answer"), str):
             raise UserError(f"{path}: reference {n} needs an 'id' and an 'answer' text")
         out[str(item["id"])] = item["answer"]
     return out

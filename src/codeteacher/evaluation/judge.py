@@ -18,21 +18,35 @@ UNPARSEABLE = "unparseable"
 _LABEL = r"(incorrect|partially(?:[ \t]+correct)?|partial|correct)\b"
 _AFTER_KEYWORD = re.compile(r"verdict[ \t]*[:=\-][ \t*_\"'`]*" + _LABEL + r"(.*)", re.I)
 _AT_START = re.compile(r"^[ \t*_\"'`#>]*" + _LABEL + r"(.*)", re.I)
+_ANSWER_IS = re.compile(r"\banswer is[ \t*_\"'`]*" + _LABEL + r"(.*)", re.I)
+_ANY_LABEL = re.compile(r"\b" + _LABEL, re.I)
+_ECHO = re.compile(r"^[ \t*_]*[|/][ \t*_]*" + _LABEL, re.I)  # "Correct|Partial|..." echoed
+
+
+def _label(word: str) -> str:
+    word = word.lower()
+    return "Incorrect" if word == "incorrect" else "Correct" if word == "correct" else "Partial"
 
 
 def parse_verdict(text: str) -> tuple[str, str]:
-    """(label, reason) with label in Correct / Partial / Incorrect / 'unparseable'."""
+    """(label, reason) with label in Correct / Partial / Incorrect / 'unparseable'.
+
+    Accepted: "Verdict: <label> ...", a reply starting with the label, or "... answer is
+    <label> ..." in a reply that names no other label. An echoed label list is unparseable.
+    """
     text = (text or "").strip()
     match = _AFTER_KEYWORD.search(text) or _AT_START.match(text)
-    if not match:
+    if match is None:
+        match = _ANSWER_IS.search(text)
+        if match and len({_label(w) for w in _ANY_LABEL.findall(text)}) != 1:
+            match = None
+    if match is None or _ECHO.match(match.group(2)):
         return UNPARSEABLE, ""
-    word = match.group(1).lower()
-    label = "Incorrect" if word == "incorrect" else "Correct" if word == "correct" else "Partial"
-    reason = match.group(2).strip().lstrip("*_\"'`:;,.-–— \t").strip()
+    reason = match.group(2).strip().lstrip("*_\"'`:;,.-\u2013\u2014 \t").strip()
     if not reason:  # the reason may sit on the next line
         rest = text[match.end():].strip().splitlines()
-        reason = rest[0].strip().lstrip("-–—:* ") if rest else ""
-    return label, reason[:300]
+        reason = rest[0].strip().lstrip("-\u2013\u2014:* ") if rest else ""
+    return _label(match.group(1)), reason[:300]
 
 
 def _template_path(name: str):
@@ -54,16 +68,12 @@ def prompt_signature(cfg: EvalSettings) -> str:
 
 
 def judge_backend(settings):
-    """The judge's BackendSettings (default 'none' where the generation section is absent)."""
-    gen = getattr(settings, "generation", None)
-    if gen is not None:
-        return gen.judge
-    from ..generation.config import BackendSettings
-    return BackendSettings()
+    """The judge's BackendSettings ('none' = judging off)."""
+    return settings.generation.judge
 
 
 class Judge:
-    """Grades batches of {question, reference, answer}; created only when the backend is on."""
+    """Grades batches of {question, reference, answer}; the model loads on the first grade()."""
 
     def __init__(self, backend, cfg: EvalSettings):
         from ..generation.prompts import split_sections
@@ -96,8 +106,8 @@ class Judge:
         return self._gen
 
     def _messages(self, item: dict, words: int) -> list[dict[str, str]]:
-        answer = item["answer"].split()
-        cut = " ".join(answer[:words]) + (" [...]" if len(answer) > words else "")
+        ends = [m.end() for m in re.finditer(r"\S+", item["answer"])]
+        cut = item["answer"] if len(ends) <= words else item["answer"][:ends[words - 1]] + " [...]"
         values = {"question": item["question"], "reference": item["reference"], "answer": cut}
         try:
             messages = [{"role": "user", "content": self.user.format_map(values)}]

@@ -61,9 +61,9 @@ def file_names(text: str) -> list[str]:
     for match in _FILE_RE.finditer(text or ""):
         first, *more_exts = match.group(0).split("/.")
         base = PurePosixPath(first).name
-        stem = base.rsplit(".", 1)[0]
-        if len(stem.strip("._-+")) < 2:  # "e.g", "i.e", ".h" alone
-            continue
+        stem, ext = base.rsplit(".", 1)
+        if not stem.strip("._-+") or ("/" not in first and len(stem) == len(ext) == 1):
+            continue  # ".h" alone, "e.g", "i.e"
         out.setdefault(base)
         for ext in more_exts:
             out.setdefault(f"{stem}.{ext}")

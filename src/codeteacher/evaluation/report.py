@@ -39,6 +39,8 @@ def fmt(key: str, summary: dict) -> str:
 
 
 def judge_line(judge: dict) -> str:
+    if judge and judge.get("error"):
+        return f"failed ({judge['error']}); rerun to judge"
     if not judge or not judge.get("enabled"):
         return "off (judge backend 'none'; set generation.judge in the settings to grade answers)"
     line = (f"{judge['backend']} / {judge['model']} (prompt {judge.get('prompt')} "

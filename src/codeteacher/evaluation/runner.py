@@ -44,6 +44,15 @@ def load_engine(index_dir: Path, settings):
     return Engine.load(index_dir, settings)
 
 
+def warm_up(engine, question: str) -> None:
+    """Load the engine's models before the clock runs, so latencies exclude loading."""
+    warm = getattr(engine, "warm_up", None)
+    try:
+        warm() if callable(warm) else engine.search(question, k=1)
+    except Exception:  # noqa: BLE001 - the question itself will report the problem
+        pass
+
+
 def _spans(items) -> list[dict]:
     return [{"path": e.path, "start_line": e.start_line, "end_line": e.end_line,
              "symbol": e.symbol} for e in items]
@@ -84,15 +93,31 @@ def _previous(out_dir: Path, questions: list[dict]) -> tuple[dict, dict[str, dic
     return doc, keep
 
 
+def _check_same_run(prev: dict, out_dir: Path, index_dir: Path, manifest: dict, k: int):
+    """Resuming mixes answers of two sessions: refuse when they would come from another index
+    (or another build of it) or another k."""
+    meta = prev.get("run_metadata") or {}
+    if not prev:
+        return
+    old_manifest = prev.get("vector_store_manifest") or {}
+    if meta.get("index_dir") != str(index_dir.resolve()) \
+            or old_manifest.get("created_at") != manifest.get("created_at"):
+        raise UserError(f"{out_dir} holds answers from another index or build of it "
+                        f"({meta.get('index_dir')}); use a new --out")
+    if meta.get("k") != k:
+        raise UserError(f"{out_dir} was run with k = {meta.get('k')}; use a new --out for "
+                        f"k = {k}")
+
+
 def run_eval(questions_path: str | Path, index_dir: str | Path, out_dir: str | Path,
              settings=None, references_path: str | Path | None = None, k: int | None = None,
              limit: int | None = None, progress: Progress | None = None,
              engine=None) -> dict:
-    """Run (or resume) an evaluation; returns {'asked', 'kept', 'failed', 'scores'}."""
+    """Run (or resume) an evaluation; returns {asked, kept, failed, scores, judge_error}."""
     if settings is None:
         from ..settings import load_settings
         settings = load_settings()
-    cfg = settings.evaluation if hasattr(settings, "evaluation") else _default_cfg()
+    cfg = settings.evaluation
     qfile = load_questions(questions_path)
     questions = qfile["questions"]
     references = load_references(references_path)
@@ -100,6 +125,7 @@ def run_eval(questions_path: str | Path, index_dir: str | Path, out_dir: str | P
     manifest = index_manifest(index_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     prev, kept = _previous(out_dir, questions)
+    _check_same_run(prev, out_dir, index_dir, manifest, k or settings.retrieval.k)
     todo = [q for q in questions if q["id"] not in kept]
     if limit is not None:
         todo = todo[:max(limit, 0)]
@@ -136,6 +162,7 @@ def run_eval(questions_path: str | Path, index_dir: str | Path, out_dir: str | P
     failed = 0
     if todo:
         engine = engine or load_engine(index_dir, settings)
+        warm_up(engine, todo[0]["question"])
         for n, q in enumerate(todo):
             if progress:
                 progress("answering", n, len(todo))
@@ -152,18 +179,18 @@ def run_eval(questions_path: str | Path, index_dir: str | Path, out_dir: str | P
             progress("answering", len(todo), len(todo))
     doc = save()
 
-    judgments = judge_answers(out_dir, doc, references, judge, cfg, progress)
+    try:
+        judgments = judge_answers(out_dir, doc, references, judge, cfg, progress)
+    except UserError as exc:  # e.g. the judge model is missing: still score and report
+        judgments = {"judge": {**judge.info(), "enabled": False, "error": str(exc)},
+                     "verdicts": {}}
     corpus = index_files(index_dir)
     scores = score_run(doc, references, corpus, cfg, label=meta["run_label"],
                        judgments=judgments, question_count=len(questions))
     write_json(out_dir / "scores.json", scores)
     (out_dir / "report.md").write_text(render_report(scores, doc), encoding="utf-8")
-    return {"asked": len(todo), "kept": len(kept), "failed": failed, "scores": scores}
-
-
-def _default_cfg():
-    from .config import EvalSettings
-    return EvalSettings()
+    return {"asked": len(todo), "kept": len(kept), "failed": failed, "scores": scores,
+            "judge_error": judgments["judge"].get("error")}
 
 
 def judge_answers(out_dir: Path, doc: dict, references: dict[str, str], judge: Judge, cfg,

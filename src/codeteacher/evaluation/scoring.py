@@ -90,7 +90,7 @@ def compare_runs(runs: list[str | Path], cfg: EvalSettings, references_path=None
         files = (doc.get("vector_store_manifest") or {}).get("files")
         if corpus is None and isinstance(files, dict) and files:
             corpus = list(files)
-        judgments = load_judgments(path.parent) if path.name == ANSWERS_FILE else None
+        judgments = _run_verdicts(path.parent) if path.name == ANSWERS_FILE else None
         out.append(score_run(doc, refs, corpus, cfg, label=run_label(doc, path),
                              judgments=judgments))
     labels = [s["run"] for s in out]
@@ -98,3 +98,17 @@ def compare_runs(runs: list[str | Path], cfg: EvalSettings, references_path=None
         if labels.count(s["run"]) > 1:
             s["run"] = f"{s['run']} ({i + 1})"
     return out
+
+
+def _run_verdicts(run_dir: Path) -> dict | None:
+    """The verdicts a run's last scoring used (scores.json), as judgments."""
+    path = run_dir / "scores.json"
+    if not path.is_file():
+        return None
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("per_answer"), list):
+        return None
+    verdicts = {r["id"]: {"verdict": r["verdict"], "score": r.get("judge_score"),
+                          "reason": r.get("judge_reason", "")}
+                for r in data["per_answer"] if isinstance(r, dict) and r.get("verdict")}
+    return {"judge": data.get("judge"), "verdicts": verdicts}

@@ -1,0 +1,10 @@
+"""Paper links (issue 7): a local paper library, citations found in code, and code-to-paper links.
+
+Modules: identity (normalisation, the one place for identity rules), model (PaperRecord, merge),
+library (SQLite + FTS5 store and JSONL snapshot), formats (BibTeX/CSL-JSON/JSONL/CFF in and out),
+citations (extraction and resolution), terms (generic concept extraction), linking (scoring,
+paper_links.json, `build_paper_links`, `links_for`, `link_target`), online (optional OpenAlex,
+Crossref, arXiv clients), api (plain functions for shells), cli (`register`), config (settings).
+
+Nothing is imported here: `codeteacher.settings` imports `papers.config` at start-up.
+"""

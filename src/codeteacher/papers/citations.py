@@ -1,5 +1,5 @@
 """Citations written in the code and docs: DOIs, arXiv ids, URLs, BibTeX blocks, CITATION.cff,
-and author-year mentions ("Hestenes & Stiefel 1952", "Dongarra et al. (2016)", "Saad (2003)").
+and author-year mentions ("Smith & Jones 1999", "Smith et al. (2016)", "Smith (2003)").
 
 Extraction is purely textual; resolution matches against the library: identifiers exactly,
 author-year by folded first-author surname + year, with ties broken by how many title words of
@@ -48,7 +48,8 @@ _BIB_START = re.compile(r"@([A-Za-z]+)\s*\{\s*[^\s,{}=]+\s*,")
 _NAME = r"(?:(?:van|von|de|der|den|du|di|da|la|le|del)\s+)?[^\W\d_][\w'\u2019\-]*[^\W\d_]"
 _AUTHOR_YEAR = re.compile(
     rf"(?<![\w.])(?P<first>{_NAME})"
-    rf"(?:(?P<etal>\s+et\s+al\.?)|\s*(?:&|\band\b)\s*(?P<second>{_NAME}))?"
+    rf"(?:(?P<etal>\s+et\s+al\.?)|(?P<others>(?:\s*,\s*{_NAME})*)\s*,?\s*(?:&|\band\b)\s*"
+    rf"(?P<last>{_NAME}))?"
     rf"\s*(?P<sep>,?\s*[(\[]?\s*|\s+)(?P<year>1[6-9]\d\d|20\d\d)[a-z]?\b")
 # Capitalised words that precede years without being authors.
 _NOT_NAMES = frozenset("""a an and the in on of for from to by since until before after during
@@ -138,7 +139,9 @@ def extract_citations(text: str, *, path: str = "", chunk_id: str = "",
 
     this_year = date.today().year + 1
     for m in _AUTHOR_YEAR.finditer(text):
-        first, second = _possessive(m.group("first")), _possessive(m.group("second") or "")
+        first = _possessive(m.group("first"))
+        co = re.findall(_NAME, m.group("others") or "") + ([m.group("last")] if m.group("last") else [])
+        second = _possessive(co[0]) if co else ""
         year = int(m.group("year"))
         if year > this_year or not first[:1].isupper() or first.lower() in _NOT_NAMES:
             continue
@@ -146,7 +149,7 @@ def extract_citations(text: str, *, path: str = "", chunk_id: str = "",
             second = None
         surnames = [identity.surname(first)] + ([identity.surname(second)] if second else [])
         # "Name 2003" without et al./partner/parenthesis is weak: kept only if it resolves.
-        strong = bool(m.group("etal") or second or "(" in m.group("sep") or "," in m.group("sep"))
+        strong = bool(m.group("etal") or co or "(" in m.group("sep") or "," in m.group("sep"))
         out.append(Citation(kind="author_year", text=m.group(0)[:80],
                             value=f"{surnames[0]} {year}", surnames=surnames, year=year,
                             line=start_line + _line_of(text, m.start()),

@@ -23,13 +23,13 @@ class PaperLinkWeights(_Section):
         default=0.04, description="The README or CITATION.cff cites it: true of the project as a "
         "whole, so it only breaks ties between otherwise relevant papers.")
     semantic: float = Field(
-        default=0.4, description="Embedding similarity of entity text (+ explanation) with title, "
+        default=0.3, description="Embedding similarity of entity text (+ explanation) with title, "
         "abstract and keywords: catches paraphrases that share no words.")
     concepts: float = Field(
         default=0.35, description="Share of the paper's distinctive terms (IDF-weighted keywords "
         "and title words) found among the entity's identifier and comment words.")
     lexical: float = Field(
-        default=0.12, description="Full-text (FTS5 BM25) rank of the paper for the entity's terms, "
+        default=0.08, description="Full-text (FTS5 BM25) rank of the paper for the entity's terms, "
         "relative to the entity's best candidate.")
     recency: float = Field(
         default=0.01, description="Newer papers slightly preferred: minor, since founding papers "
@@ -73,11 +73,21 @@ class PaperSettings(_Section):
     max_links: int = Field(default=5, description="Links stored per entity.")
     dense_k: int = Field(default=12, description="Candidates per entity from embedding search.")
     lexical_k: int = Field(default=12, description="Candidates per entity from FTS5 search.")
-    semantic_floor: float = Field(default=0.2, description="Cosine similarity mapped to 0: MiniLM "
-                                  "gives unrelated texts ~0.0-0.2.")
+    semantic_floor: float = Field(default=0.3, description="Cosine similarity mapped to 0: MiniLM "
+                                  "gives code and unrelated abstracts up to ~0.3.")
+    semantic_margin: float = Field(default=0.1, description="A paper must also beat the entity's "
+                                   "mean similarity to all papers by this much (some code is "
+                                   "similar to every abstract).")
     semantic_ceiling: float = Field(default=0.6, description="Cosine similarity mapped to 1.")
-    min_entity_chars: int = Field(default=40, description="Shorter entities are linked only "
-                                  "through explicit citations.")
+    concept_saturation: float = Field(default=3.0, description="Matched paper terms (in units of "
+                                      "the mean IDF) that count as one full match; the concept "
+                                      "signal is 1 - exp(-matches), so it saturates softly.")
+    phrase_bonus: float = Field(default=0.5, description="Extra concept credit per paper keyword "
+                                "found whole in the entity, scaled by how distinctive its words "
+                                "are (a keyword is the authors' own name for their concept).")
+    min_entity_chars: int = Field(default=100, description="Entities with less comment + code "
+                                  "text are linked only through explicit citations (getters and "
+                                  "one-liners say too little to match a paper on content).")
     entity_chars: int = Field(default=1500, description="Characters of entity text embedded.")
     weights: PaperLinkWeights = Field(default_factory=PaperLinkWeights)
     online: PaperOnlineSettings = Field(default_factory=PaperOnlineSettings)

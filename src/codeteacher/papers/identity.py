@@ -62,9 +62,15 @@ def normalize_arxiv(value: str | None) -> str | None:
     v = _ARXIV_PREFIX.sub("", v).strip()
     v = re.sub(r"\.pdf$", "", _strip_trailing(v), flags=re.I)
     if m := _ARXIV_NEW.match(v):
-        return m.group(1)
+        yymm, number = m.group(1).split(".")
+        # YYMM with a valid month; 4-digit numbers until 2014, 5-digit from 2015
+        if 1 <= int(yymm[2:]) <= 12 and len(number) == (5 if int(yymm[:2]) >= 15 else 4):
+            return m.group(1)
+        return None
     if m := _ARXIV_OLD.match(v):
-        return m.group(1).lower()
+        archive, number = m.group(1).split("/")
+        name, _, subject = archive.partition(".")
+        return f"{name.lower()}{'.' + subject.upper() if subject else ''}/{number}"
     return None
 
 
@@ -193,7 +199,7 @@ def surname(author: str) -> str:
         last = a.split(",", 1)[0]
     else:
         parts = a.split()
-        # particles such as "van der" belong to the surname but are not how papers are cited
+        # prefixes such as "van der" belong to the surname but are not how papers are cited
         last = parts[-1] if parts else a
     last = last.split()[-1] if last.split() else last
     return re.sub(r"[^a-z\-']", "", fold(last))

@@ -52,7 +52,7 @@ def stem(word: str) -> str:
 
 
 def split_identifier(name: str) -> list[str]:
-    """'depositChargeCIC' -> ['deposit', 'charge', 'cic']; 'fft_poisson' -> ['fft', 'poisson']."""
+    """'readInputFile' -> ['read', 'input', 'file']; 'max_abs_value' -> ['max', 'abs', 'value']."""
     out = []
     for part in re.split(r"[_\W]+", name):
         out += [p.lower() for p in _CAMEL.findall(part) if not p.isdigit()]
@@ -63,6 +63,7 @@ def words(text: str) -> list[str]:
     """Folded, stemmed content words of prose (hyphenated words also yield their parts)."""
     out = []
     for w in _WORD.findall(identity.fold(text)):
+        w = re.sub(r"'s$", "", w)
         parts = [w] + (re.split(r"[-']", w) if "-" in w or "'" in w else [])
         for p in parts:
             if len(p) > 1 and p not in STOP and not p.isdigit():
@@ -81,13 +82,18 @@ def code_words(code: str) -> list[str]:
     return out
 
 
-def entity_terms(name: str, comment: str, explanation: str, code: str, prose: bool) -> Counter:
+def entity_terms(name: str, comment: str, explanation: str, code: str, prose: bool,
+                 context: str = "") -> Counter:
     """Term counts of an entity: names and comments weigh more than body identifiers, since
-    the comment states intent and the body repeats generic variable names."""
+    the comment states intent and the body repeats generic variable names. `context` is the
+    qualified name and file path: a method inherits the vocabulary of its class and file."""
     c: Counter = Counter()
     for w in split_identifier(name):
         if len(w) > 1 and w not in STOP:
             c[stem(w)] += 3
+    for w in split_identifier(context):
+        if len(w) > 1 and w not in STOP:
+            c[stem(w)] += 1
     for w in words(comment) + words(explanation):
         c[w] += 2
     for w in (words(code) if prose else code_words(code)):

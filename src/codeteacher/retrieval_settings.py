@@ -1,0 +1,168 @@
+"""Settings of the online retrieval stage: intent routing, metadata rerank, structural
+expansion, the final-context filter and the optional cross-encoder.
+
+Every weight is named and explained here; none is hidden in code. Cue lists are generic
+English about code (never words of a particular codebase), matched on the lower-cased question.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _S(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class IntentRule(_S):
+    cues: list[str] = Field(description="Regular expressions on the lower-cased question.")
+    profile: str = Field(description="Expansion profile used for this intent.")
+    prefer_kinds: list[str] = Field(default_factory=list,
+                                    description="Chunk kinds the answer is usually made of.")
+    allow_scopes: list[str] = Field(default_factory=list,
+                                    description="Scopes (test, build, example) NOT penalised.")
+
+
+def _default_intents() -> dict[str, IntentRule]:
+    # Order matters: the first intent with a matching cue wins; the fallbacks come after.
+    R = IntentRule
+    return {
+        "build_install": R(cues=[r"\b(install\w*|compil(e|ing|er|ation)|cmake\w*|toolchain|"
+                                 r"linker|linking|dependenc(y|ies))\b",
+                                 r"\b(build (system|options?|flags?|type|with|the (code|library|"
+                                 r"project|docs))|to build|building (the )?(code|library|project))",
+                                 r"\bconfigur\w+ (the )?(build|project)\b"],
+                           profile="minimal", prefer_kinds=["doc_section", "build", "file"],
+                           allow_scopes=["build", "docs"]),
+        "testing": R(cues=[r"\b(unit ?tests?|tests?\b|testing|ctest|gtest|regression|"
+                           r"benchmark|profil(e|ing)|validat)"],
+                     profile="minimal", prefer_kinds=["function", "file", "doc_section"],
+                     allow_scopes=["test", "example", "docs", "build"]),
+        "comparison": R(cues=[r"\b(differ|difference|compare|comparison|versus|vs\.?|"
+                              r"tradeoffs?|trade-offs?|instead of|rather than)\b"],
+                        profile="balanced", prefer_kinds=["class", "file", "function"]),
+        "location_lookup": R(cues=[r"^(where|in which|which (file|header|source|class|function)"
+                                   r")\b", r"\b(defined|declared|located|implemented in|"
+                                   r"lives?|find the (code|file))\b"],
+                             profile="minimal", prefer_kinds=["function", "method", "class",
+                                                              "struct", "file"]),
+        "data_flow": R(cues=[r"\b(flows?|passed|propagat|from the .* to|back to|into the|"
+                             r"transfer|data ?flow|moves? .* (to|between))\b"],
+                       profile="broad", prefer_kinds=["call_chain", "function", "method"]),
+        "workflow": R(cues=[r"\b(workflow|steps?|sequence|pipeline|order of|lifecycle|"
+                            r"time ?step|main loop|what happens when|run[s]? through)\b"],
+                      profile="broad", prefer_kinds=["call_chain", "function", "method"]),
+        "api_usage": R(cues=[r"^how (do|can|should|would) (i|you|we|one)\b",
+                             r"\b(usage|how to (use|call|create|construct|set ?up)|example of|"
+                             r"api\b|interface to)"],
+                       profile="balanced", prefer_kinds=["class", "function", "method",
+                                                         "constructor", "doc_section"],
+                       allow_scopes=["example", "docs"]),
+        "module_overview": R(cues=[r"\b(module|folder|directory|subsystem|package|component|"
+                                   r"library layout|overview)\b"],
+                             profile="balanced", prefer_kinds=["module", "file"]),
+        "file_purpose": R(cues=[r"\b(purpose of|what (does|is) \S+\.\w+|role .* file|"
+                                r"file .*(do|for|responsib))"],
+                          profile="minimal", prefer_kinds=["file"]),
+        "algorithm": R(cues=[r"\b(algorithm|how does .* (work|compute|solve|approximat)|"
+                             r"method|scheme|numeric|formula|equation|discreti[sz]|"
+                             r"interpolat|converge|stencil|transform)"],
+                       profile="balanced", prefer_kinds=["function", "method", "class"]),
+        "symbol_explanation": R(cues=[r"\b(what (does|is)|role of|responsib|what .* for\b|"
+                                      r"explain|describe|meaning of)"],
+                                profile="minimal", prefer_kinds=["class", "struct", "function",
+                                                                 "method"]),
+    }
+
+
+class RoutingSettings(_S):
+    enabled: bool = Field(default=True, description="Classify intent; off = 'general' intent.")
+    intents: dict[str, IntentRule] = Field(default_factory=_default_intents)
+    default_intent: str = Field(default="general")
+    default_profile: str = Field(default="balanced")
+    entity_cues: dict[str, str] = Field(
+        default_factory=lambda: {
+            "function": r"\b(function|routine|method|kernel|procedure)s?\b",
+            "class": r"\b(class|struct|type|template)(es|s)?\b",
+            "file": r"\b(file|header|source)s?\b|\.\w{1,4}\b",
+            "module": r"\b(module|folder|directory|subsystem|package)s?\b",
+            "call_chain": r"\b(call(s|ed|er|ers)?|call ?chain|invok\w*)\b",
+            "documentation": r"\b(doc(s|umentation)?|readme|manual|guide)\b",
+            "build": r"\b(build|cmake|compil\w*|install\w*)\b",
+            "test": r"\b(tests?|testing)\b",
+        },
+        description="Requested entity types: regex per type on the lower-cased question.")
+
+
+class RerankWeights(_S):
+    """Added to the fused retrieval score (reciprocal-rank fusion gives ~0.01-0.03 per list,
+    exact lookups ~0.5-1.0), so these weights nudge order among similar candidates."""
+
+    name_match: float = Field(default=0.03, description="Share of the chunk name's identifier "
+                              "parts that occur in the question: names are the strongest cue.")
+    path_match: float = Field(default=0.012, description="Share of question words found in the "
+                              "chunk's path (folder and file names describe the code).")
+    level_match: float = Field(default=0.012, description="The chunk kind is one the intent or "
+                               "the question asks for (file, class, function, ...).")
+    documented: float = Field(default=0.004, description="Has a doc comment or explanation: "
+                              "better evidence for a reader.")
+    file_support: float = Field(default=0.004, description="Per other candidate from the same "
+                                "file in the top list (capped at 3): files with several hits are "
+                                "likelier to be the answer.")
+    flow_cue: float = Field(default=0.01, description="Call-chain entities and functions with "
+                            "several calls, for data-flow and workflow questions.")
+    api_cue: float = Field(default=0.008, description="Declarations/definitions in headers with a "
+                           "comment, for API-usage questions.")
+    low_signal: float = Field(default=-0.025, description="Trivial declarations, forward "
+                              "declarations, one-line accessors, include lists.")
+    off_scope: float = Field(default=-0.02, description="Test, build and example chunks when "
+                             "the question is not about them.")
+
+
+class RerankSettings(_S):
+    enabled: bool = Field(default=True)
+    weights: RerankWeights = Field(default_factory=RerankWeights)
+    top_n: int = Field(default=80, description="Candidates reranked.")
+    trivial_lines: int = Field(default=2, description="Code chunks this short without a comment "
+                               "count as low-signal.")
+
+
+class ExpansionProfile(_S):
+    call: int = Field(description="Callees and callers of a seed.")
+    owner: int = Field(description="The class owning a seed method.")
+    file_symbols: int = Field(description="Symbols of a seed file entity.")
+    module_files: int = Field(description="File entities of a seed module.")
+    include: int = Field(description="Files a seed file includes (supplementary class).")
+    total: int = Field(description="Cap on all expansions.")
+
+
+class ExpansionSettings(_S):
+    enabled: bool = Field(default=True)
+    seeds: int = Field(default=4, description="Top primary results expanded.")
+    decay: float = Field(default=0.45, description="Expansion score = seed score × decay; keeps "
+                         "neighbours below strong primary hits.")
+    profiles: dict[str, ExpansionProfile] = Field(default_factory=lambda: {
+        "minimal": ExpansionProfile(call=1, owner=1, file_symbols=2, module_files=2, include=0,
+                                    total=3),
+        "balanced": ExpansionProfile(call=2, owner=1, file_symbols=3, module_files=4, include=1,
+                                     total=6),
+        "broad": ExpansionProfile(call=4, owner=1, file_symbols=4, module_files=6, include=2,
+                                  total=10),
+    })
+
+
+class ContextFilterSettings(_S):
+    enabled: bool = Field(default=True)
+    token_budget: int = Field(default=1800, description="Tokens of context for the answer model.")
+    chars_per_token: float = Field(default=3.6, description="Estimate when no tokenizer is used.")
+    max_chunk_chars: int = Field(default=1400, description="Code shown per chunk in the context.")
+    min_info: float = Field(default=0.25, description="Chunks below this information score are "
+                            "dropped when a stronger chunk from the same place carries them.")
+
+
+class CrossEncoderSettings(_S):
+    model: str | None = Field(default=None, description="Local path of a sentence-transformers "
+                              "CrossEncoder (e.g. a bge-reranker); null = off.")
+    top_n: int = Field(default=30)
+    weight: float = Field(default=0.05, description="Scale of the cross-encoder's sigmoid score "
+                          "added to the reranked score.")
+    device: str = Field(default="cpu")

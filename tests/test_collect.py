@@ -1,0 +1,212 @@
+"""Collect stage: what gets indexed, what is skipped (and why), and how files are classified."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from codeteacher.collect import classify_scope, collect
+from codeteacher.errors import UserError
+from codeteacher.settings import CollectSettings, Settings
+from codeteacher.stages import stage_collect
+
+CODE = "int f() { return 1; }\n"
+
+
+def _tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    return root
+
+
+def _paths(report) -> set[str]:
+    return {f.path for f in report.files}
+
+
+def test_gitignore_nested_and_configured_excludes(tmp_path):
+    _tree(tmp_path, {
+        ".gitignore": "*.gen.cpp\n/generated/\nscratch*\n",
+        "src/a.cpp": CODE,
+        "src/a.gen.cpp": CODE,                # root pattern, any depth
+        "generated/x.cpp": CODE,              # anchored folder
+        "src/generated/y.cpp": CODE,          # anchored pattern does not match deeper
+        "scratch.h": CODE,
+        "lib/.gitignore": "local_*.h\n!keep.h\nsub/\n",
+        "lib/local_tmp.h": CODE,              # nested .gitignore, relative to lib/
+        "lib/keep.h": CODE,
+        "lib/sub/z.cpp": CODE,
+        "other/local_tmp.h": CODE,            # lib's rules do not apply outside lib/
+        "build/out.cpp": CODE,                # default configured exclude
+        "third_party/skip/t.cpp": CODE,       # exclude passed by the caller
+        ".git/hooks/h.cpp": CODE,
+    })
+    report = collect(tmp_path, CollectSettings(), exclude=["third_party/"])
+    assert _paths(report) == {"src/a.cpp", "src/generated/y.cpp", "lib/keep.h",
+                              "other/local_tmp.h"}
+
+
+def test_gitignore_can_be_ignored_and_excludes_configured(tmp_path):
+    _tree(tmp_path, {".gitignore": "*.gen.cpp\n", "a.gen.cpp": CODE, "b.cpp": CODE,
+                     "vendor/v.cpp": CODE})
+    settings = CollectSettings(respect_gitignore=False, exclude=["vendor/"])
+    assert _paths(collect(tmp_path, settings)) == {"a.gen.cpp", "b.cpp"}
+
+
+def test_include_filter(tmp_path):
+    _tree(tmp_path, {"src/a.cpp": CODE, "tests/t.cpp": CODE, "README.md": "# r\n"})
+    assert _paths(collect(tmp_path, include=["src/"])) == {"src/a.cpp"}
+
+
+def test_binary_non_utf8_and_oversized_are_skipped_with_reasons(tmp_path):
+    _tree(tmp_path, {
+        "ok.cpp": CODE,
+        "blob.h": b"\x7fELF\x00\x00\x01binary",
+        "latin.cpp": "// caf\xe9 na\xefve\nint g();\n".encode("latin-1"),
+        "big.cpp": "// padding\n" * 200,
+        "big_doc.md": "word " * 1000,
+    })
+    report = collect(tmp_path, CollectSettings(max_file_bytes=1000))
+    assert _paths(report) == {"ok.cpp"}
+    assert report.skipped == {"binary": 1, "not UTF-8": 1, "too large": 2}
+    assert report.skipped_examples["not UTF-8"] == ["latin.cpp"]
+    assert sorted(report.skipped_examples["too large"]) == ["big.cpp", "big_doc.md"]
+
+
+@pytest.mark.timeout(120)  # guards against a hang, not a timing assertion
+@pytest.mark.parametrize("follow", [False, True])
+def test_symlink_loop_does_not_hang(tmp_path, follow):
+    _tree(tmp_path, {"src/a.cpp": CODE, "src/inner/b.cpp": CODE})
+    os.symlink("..", tmp_path / "src" / "inner" / "up")       # points to its parent
+    os.symlink(".", tmp_path / "self")                         # points to itself
+    report = collect(tmp_path, CollectSettings(follow_symlinks=follow))
+    assert _paths(report) == {"src/a.cpp", "src/inner/b.cpp"}
+    if follow:
+        assert report.skipped.get("symlink loop", 0) >= 2
+
+
+def test_followed_symlinked_folder_is_collected_once(tmp_path):
+    _tree(tmp_path / "repo", {"real/a.cpp": CODE})
+    os.symlink("real", tmp_path / "repo" / "alias")
+    assert _paths(collect(tmp_path / "repo", CollectSettings(follow_symlinks=True))) in (
+        {"real/a.cpp"}, {"alias/a.cpp"})
+    assert _paths(collect(tmp_path / "repo")) == {"real/a.cpp"}
+
+
+@pytest.mark.timeout(120)  # a FIFO read blocks forever: it must be skipped, not opened
+@pytest.mark.parametrize("follow", [False, True])
+def test_fifo_and_dangling_symlink_are_skipped(tmp_path, follow):
+    _tree(tmp_path, {"ok.cpp": CODE})
+    os.mkfifo(tmp_path / "pipe.cpp")
+    os.symlink("nowhere.cpp", tmp_path / "ghost.cpp")
+    report = collect(tmp_path, CollectSettings(follow_symlinks=follow))
+    assert _paths(report) == {"ok.cpp"}
+    assert report.skipped == {"not a regular file": 1, "broken symlink": 1}
+
+
+def test_file_symlink_inside_repo_is_read(tmp_path):
+    _tree(tmp_path, {"a.cpp": CODE})
+    os.symlink("a.cpp", tmp_path / "b.cpp")
+    assert _paths(collect(tmp_path)) == {"a.cpp", "b.cpp"}
+
+
+def test_kinds_extensionless_docs_and_build_files(tmp_path):
+    _tree(tmp_path, {
+        "INSTALL": "Install with cmake.\n", "TUNING": "Tune the block size.\n",
+        "docs/random": "not a known name\n", "LICENSE": "MIT\n", "Readme": "hello\n",
+        "CMakeLists.txt": "project(x)\n", "cmake/FindFoo.cmake": "find_path(FOO foo.h)\n",
+        "Makefile": "all:\n\ttrue\n", "src/k.cu": CODE, "src/c.c": CODE, "src/h.hpp": CODE,
+        "docs/guide.rst": "Guide\n=====\n", "notes.txt": "x\n", "data.csv": "1,2\n",
+        "image.png": b"\x89PNG\r\n",
+    })
+    kinds = {f.path: (f.language, f.category) for f in collect(tmp_path).files}
+    assert kinds == {
+        "INSTALL": ("text", "doc"), "TUNING": ("text", "doc"), "Readme": ("text", "doc"),
+        "CMakeLists.txt": ("cmake", "build"), "cmake/FindFoo.cmake": ("cmake", "build"),
+        "Makefile": ("make", "build"), "src/k.cu": ("cuda", "code"), "src/c.c": ("c", "code"),
+        "src/h.hpp": ("cpp", "code"), "docs/guide.rst": ("rst", "doc"),
+        "notes.txt": ("text", "doc"),
+    }
+
+
+@pytest.mark.parametrize("rel, category, scope", [
+    ("src/solver.cpp", "code", "src"),
+    ("include/lib/solver.hpp", "code", "src"),
+    ("core/FieldSolver.h", "code", "src"),
+    ("tests/test_solver.cpp", "code", "test"),
+    ("unit_tests/io/reader.cpp", "code", "test"),
+    ("src/solver_test.cpp", "code", "test"),
+    ("src/SolverTest.cpp", "code", "test"),
+    ("src/TestSolver.cpp", "code", "test"),
+    ("src/latest.cpp", "code", "src"),
+    ("src/Testing.cpp", "code", "src"),
+    ("examples/heat/main.cpp", "code", "example"),
+    ("benchmarks/bench_fft.cpp", "code", "example"),
+    ("tutorials/step1.cpp", "code", "example"),
+    ("CMakeLists.txt", "build", "build"),
+    ("src/CMakeLists.txt", "build", "build"),
+    ("tests/CMakeLists.txt", "build", "build"),
+    ("cmake/FindFFTW.cmake", "build", "build"),
+    ("README.md", "doc", "docs"),
+    ("docs/design.rst", "doc", "docs"),
+    ("doc/snippets/example.cpp", "code", "docs"),
+    ("tests/README.md", "doc", "test"),
+    ("examples/README.md", "doc", "example"),
+])
+def test_scope_from_generic_paths(rel, category, scope):
+    assert classify_scope(rel, category) == scope
+
+
+def test_records_hash_size_lines_and_scope(tmp_path):
+    files = {"src/a.cpp": "int a();\nint b();\n", "tests/t.cpp": "int t();", "INSTALL": ""}
+    _tree(tmp_path, files)
+    report = collect(tmp_path)
+    assert report.root == str(tmp_path.resolve())
+    by_path = {f.path: f for f in report.files}
+    for rel, text in files.items():
+        data = text.encode()
+        rec = by_path[rel]
+        assert rec.sha256 == hashlib.sha256(data).hexdigest()
+        assert rec.size == len(data)
+    assert by_path["src/a.cpp"].lines == 2 and by_path["tests/t.cpp"].lines == 1
+    assert by_path["INSTALL"].lines == 0
+    assert by_path["tests/t.cpp"].scope == "test" and by_path["src/a.cpp"].scope == "src"
+    # Paths are repository-relative POSIX, sorted walk order is deterministic.
+    assert [f.path for f in report.files] == [f.path for f in collect(tmp_path).files]
+
+
+def test_bad_roots(tmp_path):
+    with pytest.raises(UserError, match="does not exist"):
+        collect(tmp_path / "absent")
+    (tmp_path / "file.cpp").write_text(CODE)
+    with pytest.raises(UserError, match="not a directory"):
+        collect(tmp_path / "file.cpp")
+
+
+def test_stage_collect_refuses_repository_without_indexable_files(tmp_path):
+    _tree(tmp_path / "repo", {"image.png": b"\x89PNG", "data.csv": "1,2\n",
+                              "bin.cpp": b"\x00\x01"})
+    with pytest.raises(UserError, match="no indexable files"):
+        stage_collect(tmp_path / "repo", tmp_path / "files.json", Settings())
+    assert not (tmp_path / "files.json").exists()
+
+
+def test_sample_app_is_collected_completely(minipic_src):
+    """Every source, header, doc and build file of the sample app is indexed, nothing skipped."""
+    report = collect(minipic_src)
+    on_disk = {p.relative_to(minipic_src).as_posix() for p in minipic_src.rglob("*")
+               if p.is_file() and (p.suffix in {".cpp", ".hpp", ".h", ".md", ".rst", ".cmake"}
+                                   or p.name in {"CMakeLists.txt", "INSTALL", "README"})}
+    assert on_disk <= _paths(report)
+    assert report.skipped == {}
+    scopes = {f.path: f.scope for f in report.files}
+    assert scopes["src/deposit.cpp"] == "src"
+    assert scopes["tests/test_cic.cpp"] == "test"
+    assert scopes["apps/landau_damping.cpp"] == "example"
+    assert scopes["include/minipic/pusher.hpp"] == "src"

@@ -1,0 +1,284 @@
+"""Explanation stage with the packaged GGUF model: levels, caching, invalidation, sharding."""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+from codeteacher.errors import UserError
+from codeteacher.explain import (apply_explanations, explain_stage, load_explanations,
+                                 merge_explanations, shard_of)
+from codeteacher.generation import make_generator
+from codeteacher.models import Chunk, Edge, Entity, GraphNode, ProjectStructure
+from codeteacher.settings import Settings
+
+MINIPIC = Path(__file__).resolve().parent.parent / "examples" / "minipic"
+
+# Used when the sample app is absent or has changed: same shapes, inline.
+FALLBACK = {
+    ("src/deposit.cpp", "inBounds"): """bool inBounds(const Grid& g, int i, int j) {
+    // true when the 2x2 stencil anchored at (i, j) lies inside the grid with ghosts
+    const int gh = g.ghosts();
+    return i >= -gh && i + 1 < g.nx() + gh && j >= -gh && j + 1 < g.ny() + gh;
+}""",
+    ("src/deposit.cpp", "depositCharge"): """double depositCharge(const Particles& p, Grid& rho) {
+    double total = 0;
+    for (std::size_t n = 0; n < p.size(); ++n) {
+        const int i = int(p.x[n] / rho.dx()), j = int(p.y[n] / rho.dy());
+        assert(inBounds(rho, i, j));
+        const double wx = p.x[n] / rho.dx() - i, wy = p.y[n] / rho.dy() - j;
+        rho(i, j) += p.q * (1 - wx) * (1 - wy);
+        rho(i + 1, j) += p.q * wx * (1 - wy);
+        rho(i, j + 1) += p.q * (1 - wx) * wy;
+        rho(i + 1, j + 1) += p.q * wx * wy;
+        total += p.q;
+    }
+    return total;
+}""",
+    ("src/gather.cpp", "gatherField"): """void gatherField(const Grid& E, Particles& p) {
+    for (std::size_t n = 0; n < p.size(); ++n) {
+        const int i = int(p.x[n] / E.dx()), j = int(p.y[n] / E.dy());
+        const double wx = p.x[n] / E.dx() - i, wy = p.y[n] / E.dy() - j;
+        p.E[n] = E(i, j) * (1 - wx) * (1 - wy) + E(i + 1, j) * wx * (1 - wy) +
+                 E(i, j + 1) * (1 - wx) * wy + E(i + 1, j + 1) * wx * wy;
+    }
+}""",
+}
+SAMPLE = {("src/deposit.cpp", "inBounds"): ("src/deposit.cpp", "stencilInBounds"),
+          ("src/deposit.cpp", "depositCharge"): ("src/deposit.cpp", "depositChargeCIC"),
+          ("src/gather.cpp", "gatherField"): ("src/gather.cpp", "gatherCIC")}
+
+
+def extract_function(path: Path, name: str) -> tuple[str, int, int] | None:
+    """A function's text by brace matching (test data only; the real parser is not needed)."""
+    if not path.is_file():
+        return None
+    lines = path.read_text().splitlines()
+    start = next((i for i, line in enumerate(lines) if f" {name}(" in line and
+                  not line.rstrip().endswith(";")), None)
+    if start is None:
+        return None
+    depth, seen = 0, False
+    for end in range(start, len(lines)):
+        depth += lines[end].count("{") - lines[end].count("}")
+        seen = seen or "{" in lines[end]
+        if seen and depth <= 0:
+            text = "\n".join(lines[start:end + 1])
+            return (text, start + 1, end + 1) if len(text) < 2600 else None
+    return None
+
+
+def make_chunks() -> list[Chunk]:
+    chunks = []
+    for (path, name), fallback in FALLBACK.items():
+        spath, sname = SAMPLE[(path, name)]
+        found = extract_function(MINIPIC / spath, sname)
+        text, start, end = found if found else (fallback, 10, 10 + fallback.count("\n"))
+        chunks.append(Chunk(id=f"{path}#{name}", path=path, kind="function", name=name,
+                            qualified_name=name, start_line=start, end_line=end, text=text,
+                            language="cpp", scope="src"))
+    chunks.append(Chunk(id="src/gather.cpp#decl", path="src/gather.cpp", kind="declaration",
+                        name="kOrder", start_line=3, end_line=3, text="constexpr int kOrder = 1;"))
+    return chunks
+
+
+def write_index(d: Path, chunks: list[Chunk]) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "chunks.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in chunks))
+    ents = [Entity(id=f"file:{p}", level="file", path=p, title=p, text=f"source file {p}",
+                   source_hash=p) for p in ("src/deposit.cpp", "src/gather.cpp")]
+    ents.append(Entity(id="module:src", level="module", path="src", title="src", text="src"))
+    ents.append(Entity(id="chain:sym:src/deposit.cpp#depositCharge", level="call_chain",
+                       path="src/deposit.cpp", title="depositCharge", text="chain"))
+    (d / "entities.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in ents))
+    graph = ProjectStructure(
+        nodes=[GraphNode(id=f"sym:{c.id}", type="symbol", name=c.name) for c in chunks],
+        edges=[Edge(source="sym:src/deposit.cpp#depositCharge",
+                    target="sym:src/deposit.cpp#inBounds", type="call")])
+    (d / "project_structure.json").write_text(graph.model_dump_json())
+
+
+def files(d: Path) -> tuple[Path, Path, Path]:
+    return d / "chunks.jsonl", d / "entities.jsonl", d / "project_structure.json"
+
+
+def llm_settings(**explain) -> Settings:
+    s = Settings()
+    s.generation.explanations = s.generation.explanations.model_copy(update={
+        "backend": "llama-cpp", "context_size": 2048, "max_tokens": 32})
+    s.generation.explain = s.generation.explain.model_copy(
+        update={"max_code_chars": 500, **explain})
+    return s
+
+
+@pytest.fixture(scope="module")
+def generator():
+    gen = make_generator(llm_settings().generation.explanations)
+    yield gen
+    gen.close()
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory, generator):
+    d = tmp_path_factory.mktemp("ix")
+    write_index(d, make_chunks())
+    report = explain_stage(*files(d), d / "explanations.jsonl", llm_settings(),
+                           generator=generator)
+    return d, report
+
+
+ALL_IDS = {"src/deposit.cpp#inBounds", "src/deposit.cpp#depositCharge",
+           "src/gather.cpp#gatherField", "file:src/deposit.cpp", "file:src/gather.cpp",
+           "module:src", "chain:sym:src/deposit.cpp#depositCharge"}
+
+
+@pytest.mark.llm
+def test_all_levels_explained(first_run):
+    d, report = first_run
+    rows = load_explanations(d / "explanations.jsonl")
+    assert {r.target_id for r in rows} == ALL_IDS  # the small declaration is skipped
+    assert all(r.text.strip() and r.model.startswith("llama-cpp:") for r in rows)
+    modes = {r.target_id: r.mode for r in rows}
+    assert modes["module:src"] == "module_level"
+    assert modes["chain:sym:src/deposit.cpp#depositCharge"] == "call_chain"
+    assert modes["file:src/gather.cpp"] in ("file_level", "file_level_fallback")
+    assert report.generated == 7 and report.cached == 0 and report.failed == 0
+    assert report.tokens_in > 0 and report.tokens_out > 0
+
+
+@pytest.mark.llm
+def test_rerun_is_fully_cached(first_run, tmp_path, generator):
+    d, _ = first_run
+    out = tmp_path / "again.jsonl"
+    report = explain_stage(*files(d), out, llm_settings(), cache=d / "explanations.jsonl",
+                           generator=generator)
+    assert report.generated == 0 and report.cached == 7
+    assert out.read_text() == (d / "explanations.jsonl").read_text()
+    # Moving code (an edit above it) changes line numbers only: nothing is regenerated.
+    moved = tmp_path / "moved"
+    write_index(moved, [c.model_copy(update={"start_line": c.start_line + 7,
+                                             "end_line": c.end_line + 7}) for c in make_chunks()])
+    report = explain_stage(*files(moved), moved / "e.jsonl", llm_settings(),
+                           cache=d / "explanations.jsonl", generator=generator)
+    assert report.generated == 0 and report.cached == 7
+
+
+@pytest.mark.llm
+def test_edit_one_chunk_regenerates_only_it_and_its_parents(first_run, tmp_path, generator):
+    d0, _ = first_run
+    d = tmp_path / "ix"
+    shutil.copytree(d0, d)
+    chunks = make_chunks()
+    chunks[2].text = chunks[2].text.replace("{", "{\n    // edited", 1)
+    write_index(d, chunks)
+    report = explain_stage(*files(d), d / "explanations.jsonl", llm_settings(),
+                           generator=generator)
+    assert set(report.generated_ids) == {"src/gather.cpp#gatherField", "file:src/gather.cpp",
+                                         "module:src"}
+    assert report.cached == 4
+    assert {r.target_id for r in load_explanations(d / "explanations.jsonl")} == ALL_IDS
+
+
+@pytest.mark.llm
+def test_prompt_version_bump_regenerates_only_that_mode(first_run, tmp_path, generator):
+    d, _ = first_run
+    s = llm_settings()
+    s.generation.prompts.call_chain = s.generation.prompts.call_chain.model_copy(
+        update={"version": 2})
+    report = explain_stage(*files(d), tmp_path / "e.jsonl", s, cache=d / "explanations.jsonl",
+                           generator=generator)
+    assert report.generated_ids == ["chain:sym:src/deposit.cpp#depositCharge"]
+    assert report.by_mode["call_chain"]["generated"] == 1
+    assert "generated" not in report.by_mode["chunk_explanation"]
+    assert report.cached == 6
+
+
+@pytest.mark.llm
+def test_two_shards_and_merge_equal_one_run(first_run, tmp_path, generator):
+    d, _ = first_run
+    ids = [c.id for c in make_chunks()]
+    assert {shard_of(i, 2) for i in ids} == {0, 1}  # both shards get work
+    shards = []
+    for i in range(2):  # no cache: each shard generates its chunks
+        shards.append(tmp_path / f"s{i}.jsonl")
+        r = explain_stage(*files(d), shards[-1], llm_settings(), shard=i, of=2, cache=[],
+                          generator=generator)
+        assert r.cached == 0 and r.failed == 0
+    assert sum(len(load_explanations(s)) for s in shards) == 3
+    # The merge builds the entity levels; keys equal those of the one-shard run, so with the
+    # earlier output as cache nothing new is generated (temperature 0 gave the same texts).
+    report = merge_explanations(shards, tmp_path / "merged.jsonl", llm_settings(), *files(d),
+                                cache=d / "explanations.jsonl", generator=generator)
+    merged = load_explanations(tmp_path / "merged.jsonl")
+    one = load_explanations(d / "explanations.jsonl")
+    assert {e.target_id for e in merged} == {e.target_id for e in one} == ALL_IDS
+    assert {e.cache_key for e in merged} == {e.cache_key for e in one}
+    assert report.missing_children == 0 and report.generated == 0
+
+
+@pytest.mark.llm
+def test_small_context_truncates_and_counts(tmp_path):
+    s = Settings()
+    s.generation.explanations = s.generation.explanations.model_copy(update={
+        "backend": "llama-cpp", "context_size": 256, "max_tokens": 24})
+    s.generation.explain = s.generation.explain.model_copy(update={"levels": []})
+    chunk = Chunk(id="big", path="src/big.cpp", kind="function", name="big", start_line=1,
+                  end_line=60, text="int big() {\n" + "    x = x * 3 + 1;\n" * 60 + "}")
+    write_index(tmp_path, [chunk])
+    report = explain_stage(tmp_path, None, None, tmp_path / "e.jsonl", s)
+    rows = load_explanations(tmp_path / "e.jsonl")
+    assert report.truncated == 1 and report.generated == 1
+    assert rows[0].truncated and rows[0].text
+
+
+def test_backend_none_writes_empty_output(tmp_path):
+    write_index(tmp_path, make_chunks())
+    report = explain_stage(*files(tmp_path), tmp_path / "e.jsonl", Settings())
+    assert report.backend == "none" and report.generated == 0
+    assert (tmp_path / "e.jsonl").read_text() == ""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_server_down_leaves_no_partial_artifact(tmp_path):
+    write_index(tmp_path, make_chunks())
+    out = tmp_path / "explanations.jsonl"
+    out.write_text("previous\n")
+    port = free_port()
+    s = Settings()
+    s.generation.explanations = s.generation.explanations.model_copy(update={
+        "backend": "openai", "base_url": f"http://127.0.0.1:{port}/v1", "retries": 1,
+        "timeout_s": 2})
+    with pytest.raises(UserError, match=f"127.0.0.1:{port}"):
+        explain_stage(*files(tmp_path), out, s, cache=[])
+    assert out.read_text() == "previous\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_bad_shard_and_missing_inputs(tmp_path):
+    with pytest.raises(UserError, match="shard"):
+        explain_stage(*files(tmp_path), tmp_path / "e.jsonl", llm_settings(), shard=2, of=2)
+    with pytest.raises(UserError, match="chunks file not found"):
+        explain_stage(*files(tmp_path), tmp_path / "e.jsonl", llm_settings())
+
+
+def test_apply_explanations_sets_matching_records():
+    from codeteacher.models import Explanation
+
+    chunks = make_chunks()
+    records = chunks + [Entity(id="file:src/gather.cpp", level="file", path="src/gather.cpp",
+                               title="g", text="t").to_chunk()]
+    expl = [Explanation(target_id=chunks[0].id, mode="chunk_explanation", text="A", cache_key="k"),
+            Explanation(target_id="file:src/gather.cpp", mode="file_level", text="F",
+                        cache_key="k2")]
+    out = apply_explanations(records, expl)
+    assert [r.explanation for r in out] == ["A", "", "", "", "F"]
+    assert records[0].explanation == ""  # inputs are not modified
+    assert json.loads(out[0].model_dump_json())["explanation"] == "A"
