@@ -1,7 +1,7 @@
 """LLM benchmark: explanation throughput per backend and the cost of re-explaining one change.
 
     .venv/bin/python eval/bench_llm.py [--repo examples/minipic] [--files 2]
-        [--backends llama-cpp,openai] [--max-tokens 96] [--json OUT]
+        [--backends llama-cpp,openai] [--max-tokens 96] [--max-code-chars 2000] [--json OUT]
 
 Indexes the repository without an LLM, keeps the stage files of the first --files source files
 that have 2-8 explainable chunks (with their file, module and call-chain entities; all levels
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-from codeteacher.explain import _selected, explain_stage, read_jsonl
+from codeteacher.explain import explainable, explain_stage, read_jsonl
 from codeteacher.generation import packaged_gguf_path
 from codeteacher.indexer import build_index
 from codeteacher.models import Chunk, Entity
@@ -36,7 +36,7 @@ def subset(ix: Path, out: Path, n_files: int, settings: Settings) -> list[str]:
     chunks = read_jsonl(ix / "chunks.jsonl", Chunk)
     entities = read_jsonl(ix / "entities.jsonl", Entity)
     per_file: dict[str, int] = {}
-    for c in _selected(chunks, settings.generation.explain):
+    for c in explainable(chunks, settings.generation.explain):
         per_file[c.path] = per_file.get(c.path, 0) + 1
     files = [p for p in sorted(per_file) if 2 <= per_file[p] <= 8 and "/test" not in p][:n_files]
     keep = [c for c in chunks if c.path in files]
@@ -84,12 +84,13 @@ def run_backend(backend: str, d: Path, args, url: str = "") -> dict:
         "base_url": url or s.generation.explanations.base_url, "model":
         "smollm2" if backend == "openai" else s.generation.explanations.model,
         "concurrency": 1})
+    s.generation.explain.max_code_chars = args.max_code_chars
     files = (d / "chunks.jsonl", d / "entities.jsonl", d / "project_structure.json")
     cold_out = d / f"expl-{backend}.jsonl"
-    cold = explain_stage(*files, cold_out, s, cache=[])
+    cold = explain_stage(*files, cold_out, s, cache=[], progress=True)
     # One-file change: edit the first explained chunk's body, rerun with the cold output cached.
     chunks = read_jsonl(files[0], Chunk)
-    target = _selected(chunks, s.generation.explain)[0]
+    target = explainable(chunks, s.generation.explain)[0]
     edited = d / f"edited-{backend}"
     edited.mkdir(exist_ok=True)
     (edited / "chunks.jsonl").write_text("".join(
@@ -117,6 +118,7 @@ def main() -> None:
     ap.add_argument("--backends", default="llama-cpp,openai")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--ctx", type=int, default=2048)
+    ap.add_argument("--max-code-chars", type=int, default=2000)
     ap.add_argument("--json")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,6 +127,7 @@ def main() -> None:
         build_index(args.repo, tmp / "ix")
         index_s = time.perf_counter() - t0
         files = subset(tmp / "ix", tmp / "sub", args.files, Settings())
+        print(f"indexed in {index_s:.0f} s; explaining {files}", file=sys.stderr, flush=True)
         results = {"repo": args.repo, "files": files, "index_seconds_no_llm": round(index_s, 1),
                    "load_avg": os.getloadavg(), "cpus": os.cpu_count(), "runs": []}
         for backend in args.backends.split(","):

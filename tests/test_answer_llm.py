@@ -14,8 +14,8 @@ from codeteacher.settings import Settings
 MINIPIC = Path(__file__).resolve().parent.parent / "examples" / "minipic"
 
 INLINE = {
-    "src/deposit.cpp": ("depositCharge", """// Scatters each particle's charge to the four surrounding grid nodes
-// with bilinear (cloud-in-cell) weights; returns the total charge deposited.
+    "src/deposit.cpp": ("depositCharge", """// Scatters each particle's charge to the four
+// surrounding grid nodes with bilinear (cloud-in-cell) weights; returns the total charge.
 double depositCharge(const Particles& p, Grid& rho) {
     double total = 0;
     for (std::size_t n = 0; n < p.size(); ++n) {
@@ -29,13 +29,14 @@ double depositCharge(const Particles& p, Grid& rho) {
     }
     return total;
 }"""),
-    "src/gather.cpp": ("gatherField", """// Interpolates the field to particle positions with the deposit's weights.
+    "src/gather.cpp": ("gatherField", """// Interpolates the field to particle positions
+// with the deposit's weights.
 void gatherField(const Grid& E, Particles& p) {
     for (std::size_t n = 0; n < p.size(); ++n) {
         const int i = int(p.x[n] / E.dx()), j = int(p.y[n] / E.dy());
         const double wx = p.x[n] / E.dx() - i, wy = p.y[n] / E.dy() - j;
-        p.E[n] = E(i, j) * (1 - wx) * (1 - wy) + E(i + 1, j) * wx * (1 - wy) +
-                 E(i, j + 1) * (1 - wx) * wy + E(i + 1, j + 1) * wx * wy;
+        p.E[n] = E(i, j) * (1 - wx) * (1 - wy) + E(i + 1, j) * wx * (1 - wy)
+               + E(i, j + 1) * (1 - wx) * wy + E(i + 1, j + 1) * wx * wy;
     }
 }"""),
 }
@@ -128,6 +129,11 @@ def test_context_fits_the_budget_and_cuts():
     ctx, n, cut = build_context(HITS, CharCounter(), budget=150, max_items=8,
                                 max_chunk_chars=5000)
     assert cut and 1 <= n <= 2 and CharCounter().count_tokens(ctx) <= 150 + 4
+
+
+def test_no_hits_abstains_without_a_model_call():
+    res = generate_answer("q", [], make_generator(Settings().generation.answers), Settings())
+    assert res.abstained and res.tokens_in == 0 and res.context_items == 0
 
 
 def test_backend_none_refuses():

@@ -210,3 +210,14 @@ def test_sample_app_is_collected_completely(minipic_src):
     assert scopes["tests/test_cic.cpp"] == "test"
     assert scopes["apps/landau_damping.cpp"] == "example"
     assert scopes["include/minipic/pusher.hpp"] == "src"
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_symlinks_out_of_the_repository_are_not_indexed(tmp_path, follow):
+    _tree(tmp_path / "outside", {"secret.cpp": CODE, "lib/x.cpp": CODE})
+    _tree(tmp_path / "repo", {"a.cpp": CODE})
+    os.symlink(tmp_path / "outside" / "secret.cpp", tmp_path / "repo" / "link.cpp")
+    os.symlink(tmp_path / "outside" / "lib", tmp_path / "repo" / "lib")
+    report = collect(tmp_path / "repo", CollectSettings(follow_symlinks=follow))
+    assert _paths(report) == {"a.cpp"}
+    assert report.skipped["symlink out of the repository"] == (2 if follow else 1)

@@ -199,24 +199,30 @@ def test_prompt_version_bump_regenerates_only_that_mode(first_run, tmp_path, gen
 @pytest.mark.llm
 def test_two_shards_and_merge_equal_one_run(first_run, tmp_path, generator):
     d, _ = first_run
-    ids = [c.id for c in make_chunks()]
+    ids = {c.id for c in make_chunks()[:3]}
     assert {shard_of(i, 2) for i in ids} == {0, 1}  # both shards get work
-    shards = []
-    for i in range(2):  # no cache: each shard generates its chunks
+    # The earlier one-shard output serves as cache (generation itself is covered above): the
+    # shards must partition the chunks, and the merge must rebuild every entity with the same
+    # cache keys as the one-shard run, so that nothing new is generated.
+    shards, seen = [], []
+    for i in range(2):
         shards.append(tmp_path / f"s{i}.jsonl")
-        r = explain_stage(*files(d), shards[-1], llm_settings(), shard=i, of=2, cache=[],
-                          generator=generator)
-        assert r.cached == 0 and r.failed == 0
-    assert sum(len(load_explanations(s)) for s in shards) == 3
-    # The merge builds the entity levels; keys equal those of the one-shard run, so with the
-    # earlier output as cache nothing new is generated (temperature 0 gave the same texts).
+        r = explain_stage(*files(d), shards[-1], llm_settings(), shard=i, of=2,
+                          cache=d / "explanations.jsonl", generator=generator)
+        assert r.generated == 0 and r.failed == 0
+        seen.append({e.target_id for e in load_explanations(shards[-1])})
+    assert seen[0] | seen[1] == ids and not seen[0] & seen[1]
     report = merge_explanations(shards, tmp_path / "merged.jsonl", llm_settings(), *files(d),
                                 cache=d / "explanations.jsonl", generator=generator)
     merged = load_explanations(tmp_path / "merged.jsonl")
     one = load_explanations(d / "explanations.jsonl")
     assert {e.target_id for e in merged} == {e.target_id for e in one} == ALL_IDS
     assert {e.cache_key for e in merged} == {e.cache_key for e in one}
-    assert report.missing_children == 0 and report.generated == 0
+    assert report.missing_children == 0 and report.generated == 0 and report.cached == 4
+    # A missing shard shows up as missing children, not as a silent gap.
+    partial = merge_explanations(shards[:1], tmp_path / "partial.jsonl",
+                                 llm_settings(levels=[]), *files(d), generator=generator)
+    assert partial.missing_children == len(seen[1])
 
 
 @pytest.mark.llm

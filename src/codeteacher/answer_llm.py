@@ -18,6 +18,7 @@ from .generation.prompts import render
 from .models import SearchHit
 
 CUT_MARK = "\n[... cut]"
+NO_ANSWER = "The context does not contain the answer."
 _SECTION = r"^[ \t>#*_]*{name}[ \t*_]*:[ \t*_]*"
 _ANSWER_RE = re.compile(_SECTION.format(name="answer"), re.I | re.M)
 _EVIDENCE_RE = re.compile(_SECTION.format(name="evidence"), re.I | re.M)
@@ -190,6 +191,9 @@ def generate_answer(question: str, hits: list[SearchHit], generator: Generator,
     """
     gs = getattr(settings, "generation", settings)
     cfg, opts = gs.answers, gs.answer_context
+    if not hits:  # nothing retrieved: no model call can ground an answer
+        return LLMAnswer(answer=NO_ANSWER, abstained=True, backend=generator.name,
+                         model=generator.model_id)
     overhead = messages_tokens(generator, render(gs, "final_answer",
                                                  {"context": "", "question": question}))
     room = generator.context_size - cfg.max_tokens - overhead - 16

@@ -107,14 +107,63 @@ class Engine:
         hits = self.search(question, k=k, trace=trace)
         timings["retrieve"] = _ms(t0)
         t1 = time.perf_counter()
-        result = AskResult(question=question, answer=extractive_answer(hits),
-                           evidence=[to_evidence(h) for h in hits],
+        result = AskResult(question=question, answer="", evidence=[to_evidence(h) for h in hits],
                            intent=trace.analysis.intent if trace.analysis else "")
         result.context = list(result.evidence)
+        if self.settings.generation.answers.backend == "none":
+            result.answer = extractive_answer(hits)
+        else:
+            self._llm_answer(question, hits, result)
         timings["answer"] = _ms(t1)
+        t2 = time.perf_counter()
+        result.papers = self._papers(result)
+        timings["papers"] = _ms(t2)
         timings["total"] = _ms(t0)
         result.timings_ms = timings
         return result
+
+    @property
+    def generator(self):
+        """The answer model, loaded on first use and kept warm."""
+        if self._generator is None:
+            from .generation import make_generator
+
+            self._generator = make_generator(self.settings.generation.answers)
+        return self._generator
+
+    def warm_up(self) -> None:
+        """Load every model now, so that later latencies measure answering only."""
+        self.embedder.embed(["warm up"])
+        if self.settings.generation.answers.backend != "none":
+            _ = self.generator
+
+    def _llm_answer(self, question: str, hits: list[SearchHit], result: AskResult) -> None:
+        """Answer with the configured model; the Evidence it cites (only context paths) leads
+        the evidence list, the rest of the retrieved context follows."""
+        from .answer_llm import generate_answer
+
+        llm = generate_answer(question, hits, self.generator, self.settings)
+        result.answer = llm.answer
+        result.backend, result.model = llm.backend, llm.model
+        result.abstained, result.dropped_evidence = llm.abstained, llm.dropped_evidence
+        result.tokens_in, result.tokens_out = llm.tokens_in, llm.tokens_out
+        result.context = result.evidence[: llm.context_items] if llm.context_items else []
+        cited = {e.chunk_id for e in llm.evidence if e.chunk_id}
+        if cited:
+            first = [e for e in result.evidence if e.chunk_id in cited]
+            result.evidence = first + [e for e in result.evidence if e.chunk_id not in cited]
+        by_id = {e.chunk_id: e for e in llm.evidence if e.chunk_id and e.what}
+        for e in result.evidence:
+            if e.chunk_id in by_id:
+                e.description = by_id[e.chunk_id].what
+
+    def _papers(self, result: AskResult) -> list:
+        """Papers linked to the evidence (needs paper_links.json, built by `papers build`)."""
+        from .papers.linking import links_for
+
+        cfg = self.settings.papers
+        return links_for(self.store.path, chunk_ids=[e.chunk_id for e in result.evidence],
+                         k=cfg.ask_max_papers, min_score=cfg.ask_min_score)
 
     # -- lookups ------------------------------------------------------------------------------
     def find_symbol(self, name: str) -> list[Chunk]:

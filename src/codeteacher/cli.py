@@ -78,6 +78,17 @@ def cmd_demo(args) -> int:
     settings = _settings(args)
     report = build_index(repo, out=out, name=demo["name"], settings=settings, progress=True)
     _render_build(report)
+    if demo.get("papers"):
+        # The sample app ships its reference list: a local library, then code-paper links.
+        from .papers.api import import_files
+        from .papers.linking import build_paper_links
+
+        library = out.parent / f"{demo['name']}-papers.sqlite"
+        import_files([str(DEMO_FILE.parent.parent / demo["papers"])], library=str(library),
+                     settings=settings)
+        links = build_paper_links(out, library, settings)
+        print(f"paper links: {links.entities_linked} entities linked to {links.papers_in_library}"
+              f" papers ({links.citations_resolved}/{links.citations_found} citations resolved)")
     engine = Engine.load(out, settings)
     for q in demo["questions"][: args.questions]:
         _print_answer(engine.ask(q))

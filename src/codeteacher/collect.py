@@ -28,7 +28,7 @@ _LANG_BY_EXT = {
 _TEST_DIRS = {"test", "tests", "testing", "unit_tests", "unittests", "unittest", "unit-tests",
               "gtest", "ctest", "regression", "regressions", "integration_tests"}
 _EXAMPLE_DIRS = {"example", "examples", "demo", "demos", "tutorial", "tutorials", "sample",
-                 "samples", "alpine", "apps", "applications", "miniapps", "mini-apps", "mini_apps",
+                 "samples", "apps", "applications", "miniapps", "mini-apps", "mini_apps",
                  "benchmarks", "benchmark", "bench", "showcase"}
 _TEST_FILE = re.compile(r"^(test|Test)[_A-Z]|(_test|_tests|Test|Tests)$|^test$")
 _DOC_DIRS = {"doc", "docs", "documentation", "manual", "manuals", "guide", "guides"}

@@ -97,7 +97,7 @@ def _flat(text: str, limit: int) -> str:
 
 
 def clean(text: str) -> str:
-    """An explanation is prose: cut a code block that follows it (small models ramble into code)."""
+    """Explanations are prose: cut a code block that follows them (small models ramble on)."""
     fence = text.find("```")
     return (text[:fence] if fence > 40 else text).strip()
 
@@ -113,7 +113,11 @@ def read_jsonl(path: Path, model: type[BaseModel]) -> list:
     if not path.is_file():
         return []
     with open(path, encoding="utf-8") as fh:
-        return [model.model_validate_json(line) for line in fh if line.strip()]
+        try:
+            return [model.model_validate_json(line) for line in fh if line.strip()]
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise UserError(f"{path}: not a valid {model.__name__} file "
+                            f"({str(exc).splitlines()[0]})") from None
 
 
 def load_explanations(path: str | Path) -> list[Explanation]:
@@ -167,6 +171,7 @@ class _Run:
         self.cfg = self.gs.explanations
         self.opts = self.gs.explain
         self._gen = generator
+        self._owned: Generator | None = None
         model = generator.model_id if generator else model_id_for(self.cfg)
         self.model_part = f"{model}|{self.cfg.max_tokens}|{self.cfg.temperature}|" \
                           f"{self.cfg.repeat_penalty}"
@@ -181,8 +186,13 @@ class _Run:
     @property
     def gen(self) -> Generator:
         if self._gen is None:  # loaded only when something is not cached
-            self._gen = make_generator(self.cfg)
+            self._gen = self._owned = make_generator(self.cfg)
         return self._gen
+
+    def close(self) -> None:
+        if self._owned is not None:  # a generator passed in belongs to the caller
+            self._owned.close()
+            self._owned = None
 
     def key(self, mode: str, content: str) -> str:
         return _sha(content, prompt_signature(self.gs, mode), self.model_part)
@@ -307,7 +317,7 @@ class _Run:
         return "\n".join(lines) or "(none)", keys
 
 
-def _selected(chunks: list[Chunk], opts) -> list[Chunk]:
+def explainable(chunks: list[Chunk], opts) -> list[Chunk]:
     kinds = set(opts.kinds)
     return [c for c in chunks if c.kind in kinds and not c.is_declaration
             and len(c.text) >= opts.min_chunk_chars]
@@ -451,11 +461,14 @@ def explain_stage(chunks: str | Path, entities: str | Path | None,
         return report
     inputs = _Inputs(chunks, entities, structure)
     run = _Run(settings, generator, _cache_files(cache, out), report, progress)
-    mine = [c for c in _selected(inputs.chunks, run.opts) if shard_of(c.id, of) == shard]
-    chunk_done = run.run(run.chunk_jobs(mine))
-    rows = [chunk_done[c.id] for c in mine if c.id in chunk_done]
-    if of == 1:
-        rows += _entities(run, inputs, chunk_done)
+    try:
+        mine = [c for c in explainable(inputs.chunks, run.opts) if shard_of(c.id, of) == shard]
+        chunk_done = run.run(run.chunk_jobs(mine))
+        rows = [chunk_done[c.id] for c in mine if c.id in chunk_done]
+        if of == 1:
+            rows += _entities(run, inputs, chunk_done)
+    finally:
+        run.close()
     write_jsonl_atomic(out, rows)
     report.seconds = round(time.perf_counter() - t0, 3)
     return report
@@ -484,7 +497,7 @@ def merge_explanations(shard_files: list[str | Path], out_jsonl: str | Path, set
         raise UserError("merging explanations needs the chunks file (--chunks)")
     inputs = _Inputs(chunks, entities, structure)
     run = _Run(settings, generator, _cache_files(cache, out), report, progress)
-    expected = {j.target_id: j.key for j in run.chunk_jobs(_selected(inputs.chunks, run.opts))}
+    expected = {j.target_id: j.key for j in run.chunk_jobs(explainable(inputs.chunks, run.opts))}
     chunk_done: dict[str, Explanation] = {}
     for f in shard_files:
         for e in load_explanations(f):
@@ -492,7 +505,10 @@ def merge_explanations(shard_files: list[str | Path], out_jsonl: str | Path, set
                 chunk_done[e.target_id] = e
     report.missing_children = len(expected) - len(chunk_done)
     rows = [chunk_done[c.id] for c in inputs.chunks if c.id in chunk_done]
-    rows += _entities(run, inputs, chunk_done)
+    try:
+        rows += _entities(run, inputs, chunk_done)
+    finally:
+        run.close()
     write_jsonl_atomic(out, rows)
     report.seconds = round(time.perf_counter() - t0, 3)
     return report

@@ -107,7 +107,7 @@ def build_index(repo: str | Path, out: str | Path | None = None, name: str | Non
                     settings, explanations_path=work / st.EXPLANATIONS, cache=cache,
                     progress=progress)
         manifest = timed("index", st.stage_index, work, work, settings, name, seconds)
-        _link_papers(work, settings)
+        _link_papers(work, cache, settings)
         manifest.stage_seconds = seconds
         from .jsonio import write_json
         write_json(work / st.MANIFEST, manifest)
@@ -139,13 +139,17 @@ def _explain(work: Path, cache: Path | None, settings: Settings, progress: bool)
     return report.model_dump() if hasattr(report, "model_dump") else dict(report)
 
 
-def _link_papers(work: Path, settings: Settings) -> None:
-    """Link entities to papers when a paper library is configured and present."""
-    papers = getattr(settings, "papers", None)
-    if papers is None or not getattr(papers, "link_on_index", False):
-        return
-    from .papers.linking import build_paper_links
+def _link_papers(work: Path, cache: Path | None, settings: Settings) -> None:
+    """Relink entities to papers when asked to, or when the previous index had links (a
+    rebuild must not silently lose them). Without the library the old links are kept."""
+    from .papers.linking import LINKS_FILE, build_paper_links
 
-    library = Path(papers.library)
+    old = cache / LINKS_FILE if cache else None
+    had_links = old is not None and old.is_file()
+    if not settings.papers.link_on_index and not had_links:
+        return
+    library = Path(settings.papers.library)
     if library.is_file():
         build_paper_links(work, library, settings)
+    elif had_links:
+        shutil.copy2(old, work / LINKS_FILE)

@@ -7,6 +7,7 @@ and snake_case parts; qualified names also yield their last component.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import bm25s
@@ -42,22 +43,28 @@ def stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > 5 else word
 
 
+@lru_cache(maxsize=200_000)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    low = word.lower().strip("_")
+    if len(low) < 2 or low in STOP:
+        return ()
+    out = [low]
+    parts = split_identifier(word)
+    if len(parts) > 1:
+        out.extend(p for p in parts if len(p) > 1 and p not in STOP)
+    for p in (parts if len(parts) > 1 else [low]):
+        st = stem(p)
+        if st != p:
+            out.append(st)
+    return tuple(out)
+
+
 def tokenize(text: str) -> list[str]:
-    """Tokens for BM25: whole identifiers plus their parts and light stems, stop words removed."""
+    """Tokens for BM25: whole identifiers plus their parts and light stems, stop words removed.
+    Words repeat massively in code, so each distinct word is analysed once (cached)."""
     out: list[str] = []
-    for m in _WORD.finditer(text):
-        word = m.group(0)
-        low = word.lower().strip("_")
-        if len(low) < 2 or low in STOP:
-            continue
-        out.append(low)
-        parts = split_identifier(word)
-        if len(parts) > 1:
-            out.extend(p for p in parts if len(p) > 1 and p not in STOP)
-        for p in (parts if len(parts) > 1 else [low]):
-            st = stem(p)
-            if st != p:
-                out.append(st)
+    for word in _WORD.findall(text):
+        out.extend(_word_tokens(word))
     return out
 
 

@@ -132,7 +132,7 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file."""
     chosen: list[Candidate] = []
-    seen_ranges: set[tuple[str, int, int]] = set()
+    seen_ranges: set[tuple] = set()
     chosen_ids: set[str] = set()
     per_file: dict[str, int] = defaultdict(int)
     pool = list(ranked[: max(4 * k, 40)])
@@ -145,7 +145,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
                 best, best_score = c, eff
         pool.remove(best)
         r = store.records[best.idx]
-        key = (r.path, r.start_line, r.end_line)
+        # A call-chain entity spans its root function's lines but says something else.
+        key = (r.path, r.start_line, r.end_line, r.kind == "call_chain")
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
                 or per_file[r.path] >= max_per_file:
             continue

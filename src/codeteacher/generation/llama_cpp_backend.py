@@ -1,4 +1,4 @@
-"""llama-cpp backend: a local GGUF model through llama-cpp-python, CPU only, one request at a time."""
+"""llama-cpp backend: a local GGUF model through llama-cpp-python, one request at a time."""
 from __future__ import annotations
 
 import os

@@ -70,6 +70,9 @@ class PaperSettings(_Section):
                  "struct", "union", "enum", "file", "module", "doc_section"],
         description="Chunk kinds that receive paper links.")
     min_score: float = Field(default=0.15, description="Links scoring below this are not stored.")
+    ask_min_score: float = Field(default=0.25, description="Links shown with an answer must score "
+                                 "at least this: weak links from common words are noise there.")
+    ask_max_papers: int = Field(default=3, description="Papers listed with an answer.")
     max_links: int = Field(default=5, description="Links stored per entity.")
     dense_k: int = Field(default=12, description="Candidates per entity from embedding search.")
     lexical_k: int = Field(default=12, description="Candidates per entity from FTS5 search.")
