@@ -63,10 +63,10 @@ def critical_path(secs: dict[str, float]) -> tuple[float, int]:
     return total, n
 
 
-def new_work(corpus: str, path: Path, settings: Path, shards: int) -> Path:
+def new_work(corpus: str, path: Path, settings: Path, shards: int, include=()) -> Path:
     work = Path(tempfile.mkdtemp(prefix=f"ctbench-{corpus}-"))
-    config = {"corpora": [{"name": corpus, "path": str(path)}], "settings": str(settings),
-              "explain_shards": shards, "gpu": False}
+    config = {"corpora": [{"name": corpus, "path": str(path), "include": list(include)}],
+              "settings": str(settings), "explain_shards": shards, "gpu": False}
     (work / "config.yaml").write_text(json.dumps(config))
     return work
 
@@ -117,10 +117,10 @@ def bench_slurm(corpus, path, settings, shards, cluster) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def bench_shards(corpus, path, settings, counts, cores) -> list[dict]:
+def bench_shards(corpus, path, settings, counts, cores, include) -> list[dict]:
     rows = []
     for n in counts:
-        work = new_work(corpus, path, settings, n)
+        work = new_work(corpus, path, settings, n, include)
         try:
             target = f"embeddings/{corpus}/work/"
             snakemake(work, "--profile", "profiles/local", "--cores", str(cores),
@@ -129,7 +129,10 @@ def bench_shards(corpus, path, settings, counts, cores) -> list[dict]:
                                    target + "explanations.jsonl")
             secs = job_seconds(work, corpus)
             shard_s = [v for k, v in secs.items() if k.startswith("explain_")]
+            explained = sum(1 for _ in (work / "embeddings" / corpus / "work" /
+                                        "explanations.jsonl").open())
             rows.append({"shards": n, "explain_and_merge_wall_s": round(wall, 1),
+                         "explanations": explained,
                          "max_shard_s": round(max(shard_s), 1),
                          "sum_shard_s": round(sum(shard_s), 1),
                          "merge_s": round(secs.get("merge_explanations", 0.0), 1),
@@ -150,6 +153,8 @@ def main() -> None:
     ap.add_argument("--no-slurm", action="store_true")
     ap.add_argument("--shards", default="", help="e.g. 1,2,4: explain scaling runs")
     ap.add_argument("--shard-settings", default=str(REPO / "config/settings/local-llm.json"))
+    ap.add_argument("--shard-include", action="append", default=[],
+                    help="gitignore glob limiting the scaling corpus (e.g. 'src/**')")
     ap.add_argument("--out", default=str(REPO / "runs/bench/workflow_bench.json"))
     args = ap.parse_args()
     corpora = [c.split("=", 1) for c in args.corpus] or [["minipic",
@@ -182,7 +187,7 @@ def main() -> None:
             name, path = corpora[0]
             results["shards"] = bench_shards(name, Path(path).resolve(), preset.resolve(),
                                              [int(x) for x in args.shards.split(",")],
-                                             args.cores)
+                                             args.cores, args.shard_include)
             for row in results["shards"]:
                 print(json.dumps(row), flush=True)
 
@@ -195,11 +200,12 @@ def main() -> None:
         print(f"| {r['run']} | {r['corpus']} | {r['wall_s']} | {r['noop_rerun_s']} | "
               f"{r['jobs']} | {r['critical_path_s']} | {r['overhead_per_job_s']} |")
     if results["shards"]:
-        print("\n| shards | explain+merge wall s | max shard s | sum shard s | merge s |")
-        print("|---|---|---|---|---|")
+        print("\n| shards | explanations | explain+merge wall s | max shard s | sum shard s "
+              "| merge s |")
+        print("|---|---|---|---|---|---|")
         for r in results["shards"]:
-            print(f"| {r['shards']} | {r['explain_and_merge_wall_s']} | {r['max_shard_s']} | "
-                  f"{r['sum_shard_s']} | {r['merge_s']} |")
+            print(f"| {r['shards']} | {r['explanations']} | {r['explain_and_merge_wall_s']} | "
+                  f"{r['max_shard_s']} | {r['sum_shard_s']} | {r['merge_s']} |")
     print(f"\nwritten: {out}")
 
 

@@ -58,14 +58,15 @@ def write_config(workdir: Path, corpora: dict[str, Path], settings: Path, shards
     return path
 
 
-def settings_copy(workdir: Path, name: str, **changes) -> Path:
-    """runtime_settings.json with dotted keys changed, e.g. embedding__max_seq_length=128."""
-    data = json.loads((REPO / "runtime_settings.json").read_text())
+def settings_copy(workdir: Path, name: str, base: Path | None = None, **changes) -> Path:
+    """A settings file with dotted keys changed (embedding__max_seq_length=...; a callable gets
+    the old value). `base` defaults to the repository's runtime_settings.json."""
+    data = json.loads((base or REPO / "runtime_settings.json").read_text())
     for dotted, value in changes.items():
         node, *path = data, *dotted.split("__")
         for key in path[:-1]:
             node = node.setdefault(key, {})
-        node[path[-1]] = value
+        node[path[-1]] = value(node.get(path[-1])) if callable(value) else value
     out = workdir / name
     out.write_text(json.dumps(data))
     return out
@@ -162,15 +163,16 @@ def test_touch_without_change_reruns_nothing(built):
 
 
 @pytest.mark.parametrize("changes, expected", [
-    ({"embedding__max_seq_length": 128}, {"embed": 2, "index": 2, "all": 1}),
-    ({"chunking__max_chunk_lines": 60},
+    ({"embedding__max_seq_length": lambda n: n + 32}, {"embed": 2, "index": 2, "all": 1}),
+    ({"chunking__max_chunk_lines": lambda n: n + 10},
      {**{r: 2 for r in CHAIN if r != "collect"}, "explain": 4, "all": 1}),
-    ({"generation__prompts__file_level__version": 2},
+    ({"generation__prompts__file_level__version": lambda v: v + 1},
      {"explain": 4, "merge_explanations": 2, "embed": 2, "index": 2, "all": 1}),
-    ({"retrieval__k": 5}, {}),  # query time only: nothing to rebuild
+    ({"retrieval__k": lambda k: k + 1}, {}),  # query time only: nothing to rebuild
 ], ids=["embedding-model", "chunking", "prompt-mode", "retrieval"])
 def test_a_settings_section_reruns_only_its_rules(built, changes, expected):
-    changed = settings_copy(built, "changed.json", **changes)
+    # from the settings the index was built with (the repository's file may change meanwhile)
+    changed = settings_copy(built, "changed.json", base=built / "settings.json", **changes)
     run = snakemake(built, "-n", "--cores", "2", "--config", f"settings={changed}")
     assert planned(run) == expected
 
@@ -202,7 +204,8 @@ def test_a_deleted_index_is_rebuilt(built):
 def test_a_failed_job_names_rule_and_log_and_keeps_the_index(built):
     index = built / "embeddings" / "tiny" / "index"
     before = {p.name: p.read_bytes() for p in index.iterdir() if p.is_file()}
-    broken = settings_copy(built, "broken.json", embedding__model="no-such-embedding-model")
+    broken = settings_copy(built, "broken.json", base=built / "settings.json",
+                           embedding__model="no-such-embedding-model")
     run = snakemake(built, "--profile", "profiles/local", "--cores", "2", "--config",
                     f"settings={broken}")
     assert run.returncode != 0

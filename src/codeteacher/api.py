@@ -84,8 +84,15 @@ class Engine:
     def embedder(self):
         if self._embedder is None:
             from .embed import load_embedder
+            from .settings import EmbeddingSettings
 
-            self._embedder = load_embedder(self.settings.embedding)
+            # Queries must be embedded exactly as the index was, whatever today's settings
+            # say; only the device is a local choice.
+            recorded = self.store.manifest.embedding
+            cfg = (EmbeddingSettings.model_validate({**recorded,
+                                                     "device": self.settings.embedding.device})
+                   if recorded else self.settings.embedding)
+            self._embedder = load_embedder(cfg)
             expected = self.store.manifest.model_id
             if self._embedder.model_id != expected:
                 raise UserError(f"index was embedded with {expected} but settings ask for "

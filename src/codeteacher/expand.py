@@ -19,6 +19,14 @@ def _best_by_similarity(store: IndexStore, ids: list[int], qvec: np.ndarray, n: 
     return [ids[int(j)] for j in np.argsort(-sims)[:n]]
 
 
+def _included(store: IndexStore, path: str, qvec: np.ndarray, n: int) -> list[int]:
+    """File entities of the files `path` includes, most relevant to the question first (the
+    first include is usually a configuration header that says nothing)."""
+    ids = [store.file_record_index(d[5:]) for t, d in store.edges_out.get(f"file:{path}", [])
+           if t == "include"]
+    return _best_by_similarity(store, [i for i in ids if i is not None], qvec, n)
+
+
 def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profile_name: str,
            settings: ExpansionSettings, make_candidate) -> list[tuple[int, str, str]]:
     """Add neighbours to `cands` (idx -> Candidate); returns (idx, relation, seed id) added."""
@@ -32,11 +40,14 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         if i is None or len(added) >= prof.total:
             return False
         seed_rec = records[seed.idx]
-        score = seed.score * settings.decay
+        # Supplementary context (what a file includes) is further from the question.
+        score = seed.score * settings.decay * (settings.decay if klass == "supplementary" else 1)
         if i in cands:
             c = cands[i]
             if c.evidence_class == "primary":
                 c.why.append(f"also {relation} of {seed_rec.name or seed_rec.path}")
+                return False
+            if any(a[0] == i for a in added):  # reached again from another seed
                 return False
         c = cands.setdefault(i, make_candidate(i))
         if score > c.score:
@@ -57,9 +68,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
                        ("file", "declaration", "function_part") and not records[i].is_declaration]
             for i in _best_by_similarity(store, members, qvec, prof.file_symbols):
                 add(i, "symbol in file", seed, "expansion")
-            included = [store.file_record_index(d[5:])
-                        for t, d in store.edges_out.get(f"file:{r.path}", []) if t == "include"]
-            for i in [i for i in included if i is not None][: prof.include]:
+            for i in _included(store, r.path, qvec, prof.include):
                 add(i, "included by", seed, "supplementary")
             continue
         if r.kind == "module":
@@ -82,9 +91,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
                       and s.startswith("sym:")]
             for i in owners[: prof.owner]:
                 add(i, "owning class", seed, "expansion")
-        if prof.include:
-            for typ, dst in store.edges_out.get(f"file:{r.path}", []):
-                if typ == "include":
-                    add(store.file_record_index(dst[5:]), "included by", seed, "supplementary")
-                    break
+        if prof.include and r.kind not in ("declaration",) and not r.is_declaration:
+            for i in _included(store, r.path, qvec, 1):
+                add(i, "included by", seed, "supplementary")
     return added

@@ -36,6 +36,8 @@ def stem(word: str) -> str:
     'scattering' -> 'scatter'. Enough to join prose with identifiers; never overreaches."""
     if len(word) <= 4 or not word.isalpha():
         return word
+    if word.endswith(("is", "us", "ss")):  # "boris", "stimulus", "class": not plurals
+        return word
     for suffix in ("ing", "ed", "es", "s", "e"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             word = word[: -len(suffix)]
@@ -86,6 +88,9 @@ def acronyms(text: str, vocab) -> list[str]:
             if w in STOP and w not in _CONNECTORS:
                 break
             if w in _CONNECTORS:
+                continue
+            # Two letters from short words ("line options" -> "lo") are mostly noise.
+            if len(letters) == 2 and min(len(words[i]), len(w)) < 6:
                 continue
             if 2 <= len(letters) <= 5 and letters in vocab and letters not in out:
                 out.append(letters)

@@ -144,6 +144,7 @@ class Manifest(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     explanations: dict[str, str] = Field(default_factory=dict)  # mode -> prompt signature
+    embedding: dict = Field(default_factory=dict)  # the EmbeddingSettings the vectors came from
 
 
 # ---- answers --------------------------------------------------------------------------------

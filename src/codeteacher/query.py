@@ -87,7 +87,7 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
             defs = store.by_symbol.get(cand)
             if not defs:
                 continue
-            if _strong_identifier(cand, bool(quoted), bool(call)):
+            if _strong_identifier(word, bool(quoted), bool(call)):  # judged as written
                 qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), 1.0)
             elif cand.isupper() and len(cand) >= 2:
                 qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), acronym)
@@ -101,7 +101,7 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
         if not module or module == ".":
             continue
         name = PurePosixPath(module).name.lower()
-        if len(name) >= 3 and (module.lower() in lowered or
+        if len(name) >= 3 and ("/" in module and module.lower() in lowered or
                                re.search(rf"\b{re.escape(name)}(/|\b)", lowered) and
                                ("folder" in lowered or "module" in lowered or "directory"
                                 in lowered or module.lower() + "/" in lowered)):

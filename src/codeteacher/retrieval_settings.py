@@ -33,7 +33,7 @@ def _default_intents() -> dict[str, IntentRule]:
                                  r"\bconfigur\w+ (the )?(build|project)\b"],
                            profile="minimal", prefer_kinds=["doc_section", "build", "file"],
                            allow_scopes=["build", "docs"]),
-        "testing": R(cues=[r"\b(unit ?tests?|tests?\b|testing|ctest|gtest|regression|"
+        "testing": R(cues=[r"\b(unit ?tests?|tests?\b|tested|testing|ctest|gtest|regression|"
                            r"benchmark|profil(e|ing)|validat)"],
                      profile="minimal", prefer_kinds=["function", "file", "doc_section"],
                      allow_scopes=["test", "example", "docs", "build"]),
@@ -88,7 +88,7 @@ class RoutingSettings(_S):
             "call_chain": r"\b(call(s|ed|er|ers)?|call ?chain|invok\w*)\b",
             "documentation": r"\b(doc(s|umentation)?|readme|manual|guide)\b",
             "build": r"\b(build|cmake|compil\w*|install\w*)\b",
-            "test": r"\b(tests?|testing)\b",
+            "test": r"\b(tests?|tested|testing)\b",
         },
         description="Requested entity types: regex per type on the lower-cased question.")
 

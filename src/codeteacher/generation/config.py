@@ -39,8 +39,8 @@ class BackendSettings(_Section):
     repeat_penalty: float = Field(default=1.1, ge=1.0, description="Repetition penalty for "
                                   "local backends (small models loop without it); not sent to "
                                   "openai endpoints.")
-    n_threads: int = Field(default=0, ge=0, description="CPU threads for llama-cpp "
-                           "(0 = all cores).")
+    n_threads: int = Field(default=0, ge=0, description="CPU threads for llama-cpp (0 = "
+                           "llama.cpp's defaults: half the cores generate, all process prompts).")
     base_url: str = Field(default="http://127.0.0.1:8080/v1", description="openai: the "
                           "endpoint's base URL; requests go to {base_url}/chat/completions.")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="openai: name of the "

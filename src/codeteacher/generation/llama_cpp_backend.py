@@ -21,10 +21,12 @@ class LlamaCppGenerator:
             from llama_cpp import Llama
         except ImportError:
             raise UserError("llama-cpp-python is not installed: see scripts/setup.sh") from None
-        threads = cfg.n_threads or os.cpu_count() or 1  # llama's own default is half the cores
+        # 0: llama.cpp's defaults (half the cores generate, all of them process the prompt).
+        threads = cfg.n_threads or None
         try:
             self._llm = Llama(model_path=str(path), n_ctx=cfg.context_size, n_threads=threads,
-                              n_threads_batch=threads, seed=cfg.seed, verbose=False)
+                              n_threads_batch=threads or os.cpu_count(), seed=cfg.seed,
+                              verbose=False)
         except Exception as exc:  # noqa: BLE001 - llama raises ValueError/RuntimeError on bad files
             raise UserError(f"cannot load GGUF model {path}: {first_line(exc)}") from None
         self.model_id = f"{self.name}:{cfg.model}"  # == model_id_for(cfg)
