@@ -8,8 +8,8 @@ overhead per job, and how the explain stage divides over shards.
 Every run starts from an empty work folder (a cold build). Per-job seconds come from the
 rules' benchmark files (embeddings/<corpus>/benchmarks/*.tsv); the overhead per job is
 (wall - critical path of job seconds) / scheduling steps on that path. SLURM needs root and
-the packages of .ci/install-slurm.sh. Results: JSON (--out) and a table on stdout. Timings depend on the load
-of the machine; the script records the load average next to them.
+the packages of .ci/install-slurm.sh. Results: JSON (--out) and a table on stdout. Timings
+depend on the load of the machine; the script records the load average next to them.
 """
 from __future__ import annotations
 

@@ -113,7 +113,7 @@ def test_dry_run_lists_the_chain_per_corpus(tmp_path):
     ("unknown_key", "config: corpora.0: Additional properties are not allowed"),
     ("unset_env", "uses the unset environment variable CT_TEST_UNSET_VAR"),
     ("bad_settings", "unknown setting 'embedding.modle'"),
-])
+], ids=["missing_path", "bad_shards", "unknown_key", "unset_env", "bad_settings"])
 def test_bad_config_is_one_line_before_any_job(tmp_path, problem, expected):
     config = {"corpora": [{"name": "minipic", "path": str(SAMPLE)}],
               "settings": str(REPO / "runtime_settings.json")}

@@ -39,7 +39,8 @@ def classify_scope(rel: str, category: str) -> str:
     stem = PurePosixPath(rel).stem
     if category == "build":
         return "build"
-    if any(p in _TEST_DIRS for p in parts) or (category == "code" and _TEST_FILE.search(stem)):
+    if any(p in _TEST_DIRS for p in parts) or (category in ("code", "script")
+                                               and _TEST_FILE.search(stem)):
         return "test"
     if any(p in _EXAMPLE_DIRS for p in parts):
         return "example"
@@ -57,6 +58,8 @@ def _file_kind(name: str, settings: CollectSettings) -> tuple[str, str] | None:
         return _LANG_BY_EXT.get(suffix, "cpp"), "code"
     if suffix in settings.doc_extensions:
         return _LANG_BY_EXT.get(suffix, "text"), "doc"
+    if suffix in settings.script_extensions:
+        return suffix.lstrip("."), "script"
     if not suffix and name.upper() in {n.upper() for n in settings.doc_extensionless}:
         return "text", "doc"
     return None

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 SCHEMA_VERSION = 1
 
 Scope = Literal["src", "test", "example", "build", "docs", "other"]
-Category = Literal["code", "doc", "build"]
+Category = Literal["code", "doc", "build", "script"]
 
 # Chunk kinds. Code kinds come from the C++ parser, the rest from the text chunkers or the
 # entity stage (entities are indexed as chunks of kind file/module/call_chain).
@@ -20,7 +20,7 @@ CODE_KINDS = (
     "function", "method", "constructor", "destructor", "operator", "function_part",
     "class", "struct", "union", "enum", "declaration", "namespace_block",
 )
-TEXT_KINDS = ("doc_section", "build")
+TEXT_KINDS = ("doc_section", "build", "script")
 ENTITY_KINDS = ("file", "module", "call_chain")
 
 

@@ -45,7 +45,8 @@ def _path_parts(path: str) -> frozenset[str]:
     return frozenset(tokenize(path.replace("/", " ").replace(".", " ")))
 
 
-def _component(path: str) -> str:
+def component(path: str) -> str:
+    """A header and its implementation file (same folder and stem) are one unit."""
     p = PurePosixPath(path)
     return str(p.with_suffix("")) if p.suffix.lower() in HEADER_EXT | SOURCE_EXT else path
 
@@ -118,11 +119,11 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     qset = {light_stem(t) for t in question_tokens if t not in STOP}
     # Support is counted per component: a header and its implementation file (same folder and
     # stem, e.g. X.h / X.hpp / X.cpp) are one unit of C++ code.
-    per_file = Counter(_component(records[c.idx].path) for c in top)
+    per_file = Counter(component(records[c.idx].path) for c in top)
     w = settings.weights.model_dump()
     for c in top:
         r = records[c.idx]
-        feats = features(r, qset, rule, intent, wanted, per_file[_component(r.path)] - 1,
+        feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
                          settings.trivial_lines, idf)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score

@@ -40,6 +40,10 @@ class CollectSettings(Section):
                  "CMakeUserPresets.json"],
         description="Build files indexed by exact name.")
     build_extensions: list[str] = Field(default=[".cmake"], description="Build file extensions.")
+    script_extensions: list[str] = Field(
+        default=[".py", ".sh", ".bash", ".pl", ".jl", ".m", ".yml", ".yaml"],
+        description="Scripts and configuration that ship with the code (tools, CI, analysis); "
+                    "indexed as line windows so questions about them can be answered.")
     exclude: list[str] = Field(
         default=[".git/", "build/", "_build/", "node_modules/", ".venv/", "third_party/build/"],
         description="gitignore-style patterns excluded in addition to .gitignore files.")
@@ -85,6 +89,10 @@ class RetrievalSettings(Section):
     rrf_k: int = Field(default=60, description="Reciprocal rank fusion constant.")
     exact_file_bonus: float = Field(default=1.0, description="Added to the fused score of chunks "
                                     "from a file named in the question (RRF scores are ~0.03).")
+    sibling_file_factor: float = Field(default=0.6, description="Share of the file bonus for "
+                                       "a sibling (X.cpp when X.h is named).")
+    stem_file_factor: float = Field(default=0.1, description="Share of the file bonus for a "
+                                    "file named by an identifier equal to its stem (mpiP).")
     exact_symbol_bonus: float = Field(default=0.6, description="Added for a symbol named in the "
                                       "question whose definition is this chunk.")
     file_scoped_k: int = Field(default=3, description="Best chunks kept inside each mentioned file.")

@@ -65,6 +65,12 @@ def parse_file(root: str, rec, settings: Settings) -> ParsedFile:
         return parse_cpp(rec.path, text, language=rec.language, **common)
     if rec.category == "build":
         return chunk_build(rec.path, text, language=rec.language, **common)
+    if rec.category == "script":  # line windows like build files, but their own kind
+        parsed = chunk_build(rec.path, text, language=rec.language, **common)
+        for c in parsed.chunks:
+            c.kind = "script"
+            c.id = c.id.replace("#build:", "#script:", 1)
+        return parsed
     fmt = rec.language if rec.language in ("markdown", "rst") else "text"
     return chunk_doc(rec.path, text, fmt=fmt, **common)
 

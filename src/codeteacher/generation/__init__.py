@@ -5,9 +5,17 @@ works without llama-cpp-python, vLLM or a GPU.
 """
 from __future__ import annotations
 
-from ..errors import UserError
-from .base import ChatRequest, Generation, Generator, packaged_gguf_path, resolve_gguf
-from .config import BackendSettings, GenerationSettings, PromptMode, PromptSettings
+import os
+
+# OpenMP workers spin while idle by default. With torch (embeddings) and ggml (llama-cpp) in one
+# process, or on a busy machine, spinning threads starve the ones doing work: llama-cpp
+# measured 1.5-2x slower here. Each OpenMP runtime reads this once, when it loads, so it is
+# set on import (codeteacher.settings imports this package before anything loads torch).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from ..errors import UserError  # noqa: E402
+from .base import ChatRequest, Generation, Generator, packaged_gguf_path, resolve_gguf  # noqa: E402
+from .config import BackendSettings, GenerationSettings, PromptMode, PromptSettings  # noqa: E402
 
 __all__ = ["BackendSettings", "ChatRequest", "Generation", "GenerationSettings", "Generator",
            "PromptMode", "PromptSettings", "make_generator", "model_id_for", "packaged_gguf_path",

@@ -14,9 +14,6 @@ class LlamaCppGenerator:
 
     def __init__(self, cfg: BackendSettings):
         path = resolve_gguf(cfg.model)  # checks existence and the GGUF magic before loading
-        # ggml's OpenMP workers spin while waiting; on a busy machine (indexing, tests) that
-        # starves them and is many times slower. Sleeping waiters cost little when idle.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             from llama_cpp import Llama
         except ImportError:
