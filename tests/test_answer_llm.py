@@ -103,6 +103,8 @@ def test_parse_missing_sections_make_whole_text_the_answer():
     assert answer == "only an answer" and ev == []
     answer, ev, _ = parse_answer("Evidence:\n- src/gather.cpp : gatherField — x", HITS)
     assert answer == "" and ev[0].path == "src/gather.cpp"
+    assert parse_answer("A short answer based on the context:\nIt scatters.", HITS)[0] == \
+        "It scatters."
 
 
 def test_abstention_detection():

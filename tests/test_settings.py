@@ -106,5 +106,5 @@ def test_index_signature_tracks_only_index_settings():
     retrieval = Settings.model_validate({"retrieval": {"k": 3}})
     assert retrieval.index_signature() == base.index_signature()
     for change in ({"chunking": {"max_chunk_lines": 50}}, {"collect": {"max_file_bytes": 10}},
-                   {"embedding": {"max_seq_length": 128}}):
+                   {"embedding": {"max_seq_length": 96}}):
         assert Settings.model_validate(change).index_signature() != base.index_signature()

@@ -132,14 +132,22 @@ def _match_path(line: str, paths: list[str], refs: list[str]) -> tuple[str | Non
     return None, token
 
 
+def _drop_lead_in(answer: str) -> str:
+    """Drop a short first line that only announces the answer ("A short answer:")."""
+    first, _, rest = answer.strip().partition("\n")
+    if rest.strip() and first.rstrip().endswith(":") and len(first) < 60:
+        return rest.strip()
+    return answer.strip()
+
+
 def parse_answer(text: str, hits: list[SearchHit]) -> tuple[str, list[AnswerEvidence], int]:
     """(answer, evidence, dropped) from the model's output; see the module docstring."""
     ans_m, ev_m = _ANSWER_RE.search(text), _EVIDENCE_RE.search(text)
     if ev_m is None:
         body = text[ans_m.end():] if ans_m else text
-        return body.strip(), [], 0
+        return _drop_lead_in(body), [], 0
     start = ans_m.end() if ans_m and ans_m.start() < ev_m.start() else 0
-    answer = text[start:ev_m.start()].strip()
+    answer = _drop_lead_in(text[start:ev_m.start()])
     refs = [h.chunk.path for h in hits]
     paths = list(dict.fromkeys(refs))
     evidence: list[AnswerEvidence] = []

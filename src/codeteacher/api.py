@@ -150,7 +150,9 @@ class Engine:
         from .answer_llm import generate_answer
 
         llm = generate_answer(question, hits, self.generator, self.settings)
-        result.answer = llm.answer
+        # A failed generation still deserves a grounded answer: fall back to the extract.
+        failed = llm.finish_reason in ("error", "context_overflow") or not llm.answer.strip()
+        result.answer = extractive_answer(hits) if failed else llm.answer
         result.backend, result.model = llm.backend, llm.model
         result.abstained, result.dropped_evidence = llm.abstained, llm.dropped_evidence
         result.tokens_in, result.tokens_out = llm.tokens_in, llm.tokens_out

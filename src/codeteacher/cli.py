@@ -203,16 +203,19 @@ def cmd_stage(args) -> int:
     elif args.stage == "explain":
         from .explain import explain_stage
 
-        explain_stage(P(args.chunks), P(args.entities), P(args.structure), P(args.out), s,
-                      shard=args.shard, of=args.of, cache=_cache(args.cache, "explanations.jsonl"))
+        report = explain_stage(P(args.chunks), P(args.entities), P(args.structure), P(args.out),
+                               s, shard=args.shard, of=args.of,
+                               cache=_cache(args.cache, "explanations.jsonl"))
+        print(report.model_dump_json(), file=sys.stderr)
     elif args.stage == "merge-explanations":
         from .explain import merge_explanations
 
-        merge_explanations([P(x) for x in args.shards], P(args.out), s,
+        report = merge_explanations([P(x) for x in args.shards], P(args.out), s,
                            chunks=P(args.chunks) if args.chunks else None,
                            entities=P(args.entities) if args.entities else None,
                            structure=P(args.structure) if args.structure else None,
                            cache=_cache(args.cache, "explanations.jsonl"))
+        print(report.model_dump_json(), file=sys.stderr)
     elif args.stage == "embed":
         st.stage_embed(P(args.chunks), P(args.entities), P(args.out), s,
                        explanations_path=P(args.explanations) if args.explanations else None,

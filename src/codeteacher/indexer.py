@@ -109,6 +109,12 @@ def build_index(repo: str | Path, out: str | Path | None = None, name: str | Non
         manifest = timed("index", st.stage_index, work, work, settings, name, seconds)
         _link_papers(work, cache, settings)
         manifest.stage_seconds = seconds
+        if settings.generation.explanations.backend != "none":
+            from .generation import model_id_for
+            from .generation.prompts import prompt_signatures
+
+            manifest.explanations = {**prompt_signatures(settings.generation),
+                                     "model": model_id_for(settings.generation.explanations)}
         from .jsonio import write_json
         write_json(work / st.MANIFEST, manifest)
         swap_in(work, out)
