@@ -65,20 +65,21 @@ def critical_path(secs: dict[str, float]) -> tuple[float, int]:
 
 def new_work(corpus: str, path: Path, settings: Path, shards: int, include=()) -> Path:
     work = Path(tempfile.mkdtemp(prefix=f"ctbench-{corpus}-"))
+    shutil.copy(settings, work / "settings.json")  # a snapshot: edits meanwhile re-run nothing
     config = {"corpora": [{"name": corpus, "path": str(path), "include": list(include)}],
-              "settings": str(settings), "explain_shards": shards, "gpu": False}
+              "settings": str(work / "settings.json"), "explain_shards": shards, "gpu": False}
     (work / "config.yaml").write_text(json.dumps(config))
     return work
 
 
-def summarize(label: str, work: Path, corpus: str, wall: float, noop: float, jobs: int,
-              grouped: int = 0) -> dict:
+def summarize(label: str, corpus: str, secs: dict[str, float], wall: float, noop: float,
+              noop_out: str, jobs: int, grouped: int = 0) -> dict:
     """grouped: rules on the critical path that run inside one group job with others."""
-    secs = job_seconds(work, corpus)
     path_s, path_jobs = critical_path(secs)
     path_jobs -= grouped
     return {"run": label, "corpus": corpus, "wall_s": round(wall, 1),
-            "noop_rerun_s": round(noop, 1), "jobs": jobs,
+            "noop_rerun_s": round(noop, 1), "noop_did_nothing": "Nothing to be done" in noop_out,
+            "jobs": jobs,
             "job_seconds": {k: round(v, 2) for k, v in secs.items()},
             "critical_path_s": round(path_s, 1),
             "overhead_per_job_s": round((wall - path_s) / max(1, path_jobs), 1),
@@ -89,9 +90,10 @@ def bench_local(corpus, path, settings, shards, cores) -> dict:
     work = new_work(corpus, path, settings, shards)
     try:
         wall, out, _ = snakemake(work, "--profile", "profiles/local", "--cores", str(cores))
-        noop, _, _ = snakemake(work, "--profile", "profiles/local", "--cores", str(cores))
+        secs = job_seconds(work, corpus)
+        noop, noop_out, _ = snakemake(work, "--profile", "profiles/local", "--cores", str(cores))
         jobs = out.count("Finished jobid") - 1  # minus `all`
-        return summarize("local", work, corpus, wall, noop, jobs)
+        return summarize("local", corpus, secs, wall, noop, noop_out, jobs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -107,10 +109,11 @@ def bench_slurm(corpus, path, settings, shards, cluster) -> dict:
     env = dict(cluster.env, CODETEACHER_SLURM_PARTITION="debug")
     try:
         wall, out, _ = snakemake(work, *args, env=env)
-        noop, _, _ = snakemake(work, *args, env=env)
+        secs = job_seconds(work, corpus)
+        noop, noop_out, _ = snakemake(work, *args, env=env)
         # the profile runs collect..entities as one group job: 3 fewer scheduling steps
-        res = summarize("slurm", work, corpus, wall, noop, out.count("submitted with SLURM"),
-                        grouped=3)
+        res = summarize("slurm", corpus, secs, wall, noop, noop_out,
+                        out.count("submitted with SLURM"), grouped=3)
         res["sbatch_jobs"] = res["jobs"]
         return res
     finally:

@@ -56,9 +56,9 @@ def test_workflow_runs_through_slurm(cluster, tmp_path):
     work = tmp_path / "wf"
     work.mkdir()
     shutil.copytree(SAMPLE, work / "minipic")
+    shutil.copy(REPO / "runtime_settings.json", work / "settings.json")
     config = {"corpora": [{"name": "minipic", "path": str(work / "minipic")}],
-              "settings": str(REPO / "runtime_settings.json"), "explain_shards": 2,
-              "gpu": False}
+              "settings": str(work / "settings.json"), "explain_shards": 2, "gpu": False}
     (work / "config.yaml").write_text(json.dumps(config))
     # The profile as users run it, with the test cluster's limits: 2 CPUs, no GPU, no
     # accounting; partition from the environment as the profile documents.
