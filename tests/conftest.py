@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,23 @@ def fresh_minipic(tmp_path, minipic_src, minipic_index) -> tuple[Path, Path]:
     index = tmp_path / "index"
     shutil.copytree(minipic_index, index)
     return repo, index
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any connection or name lookup beyond loopback fails (tests must never reach out)."""
+    real_connect, real_gai = socket.socket.connect, socket.getaddrinfo
+    local = {"127.0.0.1", "::1", "localhost"}
+
+    def connect(self, address):
+        if isinstance(address, tuple) and address[0] not in local:
+            raise OSError(f"network access blocked in tests: {address[0]}")
+        return real_connect(self, address)
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host not in local and host is not None:
+            raise OSError(f"name lookup blocked in tests: {host}")
+        return real_gai(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)

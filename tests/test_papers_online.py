@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,24 +20,8 @@ from codeteacher.papers.online import (ArxivClient, CrossrefClient, OnlineError,
 DATA = Path(__file__).resolve().parent / "data" / "papers"
 
 
-@pytest.fixture(autouse=True)
-def _no_network(monkeypatch):
-    """Any connection to a non-loopback address fails the test's HTTP call."""
-    real_connect, real_gai = socket.socket.connect, socket.getaddrinfo
-    local = {"127.0.0.1", "::1", "localhost"}
-
-    def connect(self, address):
-        if isinstance(address, tuple) and address[0] not in local:
-            raise OSError(f"network access blocked in tests: {address[0]}")
-        return real_connect(self, address)
-
-    def getaddrinfo(host, *args, **kwargs):
-        if host not in local and host is not None:
-            raise OSError(f"name lookup blocked in tests: {host}")
-        return real_gai(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+# Any connection to a non-loopback address fails the test (fixture in conftest.py).
+pytestmark = pytest.mark.usefixtures("no_network")
 
 
 class Recorded:
