@@ -73,8 +73,11 @@ class EmbeddingSettings(Section):
     device: str = Field(default="cpu", description="cpu | cuda | auto")
     max_code_chars: int = Field(default=1600, description="Code characters in the embedded text "
                                 "after the structured header (the model truncates anyway).")
-    quantize: str = Field(default="int8", description="'int8' quantizes the model's linear "
-                          "layers dynamically (CPU): ~1.5x faster, slightly different vectors; "
+    quantize: str = Field(default="auto", description="'auto' = bf16 on CPUs with AMX, else "
+                          "float32 (the resolved value is recorded in the index); "
+                          "'int8' quantizes the model's linear "
+                          "layers dynamically (CPU): ~1.5x faster but vectors drift (cosine "
+                          "~0.9 to float32); "
                           "'none' keeps float32; 'bf16' (torch) runs in bfloat16: ~3.5x fewer "
                           "CPU-seconds on CPUs with AMX (Xeon 4th gen+) at cosine >= 0.999 to "
                           "float32, no faster without AMX, ~3x slower where bf16 is emulated.")

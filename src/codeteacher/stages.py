@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from .collect import collect, read_text
 from .embed import load_embedder
 from .embed import model_id as embed_model_id
+from .embed import resolve as resolve_embedding
 from .entities import build_entities
 from .errors import UserError
 from .graph import build_structure
@@ -281,7 +282,7 @@ def stage_index(work: Path, out_dir: Path, settings: Settings, name: str,
         chunker_version=CHUNKER_VERSION, name=name, root=report.root,
         created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         model_id=embed_model_id(model), dim=int(vectors.shape[1]),
-        embedding=model.model_dump(mode="json"),
+        embedding=resolve_embedding(model).model_dump(mode="json"),
         settings_signature=settings.index_signature(),
         files={f.path: f.sha256 for f in report.files}, counts=dict(counts),
         stage_seconds=stage_seconds or {})

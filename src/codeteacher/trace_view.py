@@ -22,14 +22,18 @@ def render_trace(con, trace, result, limit: int = 25) -> None:
                   row["class"], f"{row['path']}:{row['start_line']}-{row['end_line']}",
                   row["symbol"], "; ".join(row["why"]))
     con.print(t)
-    if trace.expansions:
+    if not trace.expansions:
+        con.print("structural expansions: none", markup=False)
+    else:
         t = Table(title="structural expansions")
         for col in ("chunk", "relation", "seed"):
             t.add_column(col, overflow="fold")
         for e in trace.expansions:
             t.add_row(e["chunk_id"], e["relation"], e["seed"])
         con.print(t)
-    if trace.filtered:
+    if not trace.filtered:
+        con.print("filtered from the final context: none", markup=False)
+    else:
         t = Table(title="filtered from the final context")
         t.add_column("chunk", overflow="fold")
         t.add_column("reason", overflow="fold")
