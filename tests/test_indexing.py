@@ -107,6 +107,17 @@ def test_unchanged_rebuild_parses_and_embeds_nothing(fresh_minipic, default_sett
     new_keys, new_records = _keys_and_records(index)
     assert new_keys == old_keys and [r.id for r in new_records] == [r.id for r in old_records]
     assert not list(index.parent.glob(f".{index.name}.*")), "no scratch or old folder left"
+    assert not report.up_to_date  # the copy's root differs from the one it was built from
+    # Built from this root, a second run finds nothing to do and leaves every byte in place.
+    files = {p.relative_to(index): p.read_bytes() for p in index.rglob("*") if p.is_file()}
+    again = build_index(repo, out=index, name="minipic", settings=default_settings)
+    assert again.up_to_date and again.embedded == again.parsed == 0
+    assert again.reused_vectors == report.reused_vectors and again.files == report.files
+    assert {p.relative_to(index): p.read_bytes() for p in index.rglob("*") if p.is_file()} == files
+    # ...but a changed setting that shapes the index is a rebuild, not "up to date".
+    changed = default_settings.model_copy(deep=True)
+    changed.chunking.max_chunk_lines += 7
+    assert not build_index(repo, out=index, name="minipic", settings=changed).up_to_date
 
 
 def test_changed_file_is_reparsed_and_reembedded_alone(fresh_minipic, default_settings):
@@ -337,3 +348,45 @@ def test_build_refusals_leave_nothing_behind(tmp_path, default_settings):
         build_index(empty, out=tmp_path / "idx", settings=default_settings)
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert leftovers == [] and not (tmp_path / "idx").exists()
+
+
+def test_watch_mode_updates_the_index_after_an_edit_and_stops_cleanly(fresh_minipic,
+                                                                     default_settings):
+    """`codeteacher index --watch`: one process, models loaded once; an edit is picked up by
+    the next check, an unchanged tree is left alone, Ctrl-C ends with exit code 0."""
+    repo, index = fresh_minipic
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codeteacher.cli", "index", str(repo), "--out", str(index),
+         "--name", "minipic", "-q", "--json", "--watch", "0.3"],
+        cwd=index.parent, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        first = json.loads(proc.stdout.readline())      # the initial build (root changed)
+        assert not first["up_to_date"] and first["embedded"] == 0  # all from the copy
+        src = repo / GATHER
+        src.write_text(src.read_text() + "\nvoid watchedHelperForTest() {}\n")
+        update = json.loads(proc.stdout.readline())     # the next check that saw the edit
+        assert update["parsed"] == 1 and update["embedded"] >= 1
+        assert _manifest(index).files[GATHER] == hashlib.sha256(src.read_bytes()).hexdigest()
+        assert any(r.name == "watchedHelperForTest"
+                   for r in read_jsonl(index / st.RECORDS, Chunk))
+        time.sleep(1.0)  # a few unchanged checks: nothing printed, nothing rebuilt
+        stamp = (index / st.MANIFEST).stat().st_mtime_ns
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-2000:]
+    assert out.strip() == "" and "Traceback" not in err
+    assert (index / st.MANIFEST).stat().st_mtime_ns == stamp
+    assert Engine.load(index, default_settings).status().stale_files == []
+    assert "stopped watching" in err
+
+
+def test_watch_needs_a_positive_interval(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "codeteacher.cli", "index", str(tmp_path),
+                          "--watch", "0"], env=_env(), capture_output=True, text=True)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == ["error: --watch needs a positive number of seconds"]

@@ -177,6 +177,60 @@ def test_a_settings_section_reruns_only_its_rules(built, changes, expected):
     assert planned(run) == expected
 
 
+def extras_config(built: Path) -> Path:
+    """The built corpora plus a paper library and a two-question benchmark for minipic."""
+    config = json.loads((built / "config.yaml").read_text())
+    questions = built / "questions.json"
+    questions.write_text(json.dumps({"questions": [
+        {"id": "q1", "category": "location",
+         "question": "Where is the cloud-in-cell charge deposition implemented?"},
+        {"id": "q2", "category": "algorithm",
+         "question": "How does the conjugate gradient solver iterate?"}]}))
+    references = built / "references.json"
+    references.write_text(json.dumps({"answers": [
+        {"id": "q1", "answer": "In src/deposit.cpp, which scatters particle charge to the grid."},
+        {"id": "q2", "answer": "src/cg_solver.cpp applies the Laplacian and updates the "
+                               "residual and search direction each iteration."}]}))
+    config["benchmarks"] = {"minipic": {"questions": str(questions),
+                                        "references": str(references)}}
+    config["papers"] = {"sources": [str(SAMPLE / "docs" / "references.bib")]}
+    path = built / "extras.yaml"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_papers_rule_imports_the_library_and_links_every_index(built):
+    config = extras_config(built)
+    dry = snakemake(built, "-n", "--cores", "2", "papers_all", config=config)
+    assert planned(dry) == {"papers_library": 1, "papers": 2, "papers_all": 1}
+    run = snakemake(built, "--profile", "profiles/local", "--cores", "2", "papers_all",
+                    config=config)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    assert (built / "embeddings" / "papers" / "library.sqlite").is_file()
+    links = json.loads((built / "embeddings" / "minipic" / "index" / "paper_links.json")
+                       .read_text())
+    linked = json.dumps(links)
+    assert "birdsall" in linked.lower() or "hockney" in linked.lower(), linked[:2000]
+    assert (built / "embeddings" / "tiny" / "index" / "paper_links.json").is_file()
+    assert planned(snakemake(built, "-n", "--cores", "2", "papers_all", config=config)) == {}
+    # the index itself is untouched by linking: the main target has nothing to do
+    assert planned(snakemake(built, "-n", "--cores", "2", config=config)) == {}
+
+
+def test_eval_rule_scores_the_benchmark_and_resumes(built):
+    config = extras_config(built)
+    run = snakemake(built, "--profile", "profiles/local", "--cores", "2", "eval_all",
+                    config=config)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    folder = built / "embeddings" / "minipic" / "eval"
+    scores = json.loads((folder / "scores.json").read_text())
+    answers = json.loads((folder / "answers.json").read_text())
+    assert [a["id"] for a in answers["answers"]] == ["q1", "q2"]
+    assert "src/deposit.cpp" in answers["answers"][0]["context_files"][:3]
+    assert json.dumps(scores).count("recall") > 0
+    assert planned(snakemake(built, "-n", "--cores", "2", "eval_all", config=config)) == {}
+
+
 def test_editing_one_file_reruns_only_its_corpus(built):
     before_tiny = (built / "embeddings" / "tiny" / "index" / "manifest.json").read_bytes()
     source = built / "minipic" / "src" / "gather.cpp"

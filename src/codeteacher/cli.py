@@ -30,6 +30,11 @@ def _render_build(report) -> None:
     from rich.table import Table
 
     con = _console()
+    if report.up_to_date:
+        con.print(f"index '{report.name}' → {report.out}: up to date ({report.files} files "
+                  f"unchanged, {report.reused_vectors} records kept; "
+                  f"{sum(report.stage_seconds.values()):.2f} s)")
+        return
     t = Table(title=f"index '{report.name}' → {report.out}", show_lines=False)
     t.add_column("what")
     t.add_column("count / seconds", justify="right")
@@ -57,12 +62,38 @@ def cmd_index(args) -> int:
     from .indexer import build_index
 
     settings = _settings(args)
+    if args.watch is not None and args.watch <= 0:
+        raise UserError("--watch needs a positive number of seconds")
+
     report = build_index(args.path, out=args.out, name=args.name, settings=settings,
                          progress=not args.quiet, include=args.include, exclude=args.exclude)
     if args.json:
-        print(report.model_dump_json(indent=1))
+        print(report.model_dump_json(indent=None if args.watch else 1), flush=True)
     else:
         _render_build(report)
+    if args.watch is None:
+        return 0
+    # Watch mode: one process keeps the models loaded, so an edit costs only the incremental
+    # rebuild; an unchanged tree costs a directory walk (build_index's up-to-date check).
+    import time
+
+    say = _console(stderr=args.json).print  # with --json, stdout holds only the reports
+    say(f"watching {args.path} every {args.watch:g} s (Ctrl-C stops)")
+    try:
+        while True:
+            time.sleep(args.watch)
+            start = time.perf_counter()
+            report = build_index(args.path, out=args.out, name=args.name, settings=settings,
+                                 include=args.include, exclude=args.exclude)
+            if not report.up_to_date:
+                if args.json:
+                    print(report.model_dump_json(), flush=True)
+                else:
+                    say(f"{time.strftime('%H:%M:%S')} updated: {report.parsed} file(s) parsed, "
+                        f"{report.embedded} vector(s) embedded in "
+                        f"{time.perf_counter() - start:.2f} s")
+    except KeyboardInterrupt:
+        say("stopped watching; the index is complete")
     return 0
 
 
@@ -318,6 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--settings")
     p.add_argument("--json", action="store_true")
     p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("--watch", type=float, metavar="SECONDS",
+                   help="keep running: check the repository every SECONDS and update the index "
+                        "when files change (models stay loaded; Ctrl-C stops)")
     p.set_defaults(func=cmd_index)
     p = sub.add_parser("demo", help="index the bundled sample app and answer a question")
     p.add_argument("--out")

@@ -35,6 +35,7 @@ class BuildReport(BaseModel):
     unresolved_calls: int = 0
     unresolved_includes: int = 0
     explanations: dict[str, int] = Field(default_factory=dict)
+    up_to_date: bool = False  # nothing changed: the previous index was kept as it was
 
 
 def valid_index(path: Path) -> Manifest | None:
@@ -96,6 +97,10 @@ def build_index(repo: str | Path, out: str | Path | None = None, name: str | Non
     try:
         collected = timed("collect", st.stage_collect, repo, work / st.FILES, settings,
                           include=include, exclude=exclude)
+        old = valid_index(out) if cache else None
+        if old is not None and _up_to_date(old, collected, settings, name, out):
+            shutil.rmtree(work, ignore_errors=True)
+            return _unchanged_report(old, collected, out, seconds)
         parse = timed("parse", st.stage_parse, work / st.FILES, work / st.CHUNKS, settings,
                       cache=cache, progress=progress)
         structure = timed("graph", st.stage_graph, work / st.FILES, work / st.CHUNKS,
@@ -109,12 +114,7 @@ def build_index(repo: str | Path, out: str | Path | None = None, name: str | Non
         manifest = timed("index", st.stage_index, work, work, settings, name, seconds)
         _link_papers(work, cache, settings)
         manifest.stage_seconds = seconds
-        if settings.generation.explanations.backend != "none":
-            from .generation import model_id_for
-            from .generation.prompts import prompt_signatures
-
-            manifest.explanations = {**prompt_signatures(settings.generation),
-                                     "model": model_id_for(settings.generation.explanations)}
+        manifest.explanations = _explanation_signatures(settings)
         from .jsonio import write_json
         write_json(work / st.MANIFEST, manifest)
         swap_in(work, out)
@@ -130,6 +130,49 @@ def build_index(repo: str | Path, out: str | Path | None = None, name: str | Non
                        unresolved_calls=structure.unresolved_calls,
                        unresolved_includes=structure.unresolved_includes,
                        explanations=explained)
+
+
+def _explanation_signatures(settings: Settings) -> dict[str, str]:
+    if settings.generation.explanations.backend == "none":
+        return {}
+    from .generation import model_id_for
+    from .generation.prompts import prompt_signatures
+
+    return {**prompt_signatures(settings.generation),
+            "model": model_id_for(settings.generation.explanations)}
+
+
+def _up_to_date(old: Manifest, collected, settings: Settings, name: str, out: Path) -> bool:
+    """True when a rebuild would reproduce the index in `out`: same file contents, same
+    index-relevant settings, chunker, embedding model and explanation prompts. Checking this
+    right after collection makes a no-change rebuild cost a directory walk."""
+    from .embed import model_id as embed_model_id
+    from .embed import resolve as resolve_embedding
+    from .models import SCHEMA_VERSION
+    from .papers.linking import LINKS_FILE
+
+    if settings.papers.link_on_index and not (out / LINKS_FILE).is_file():
+        return False
+    return (old.schema_version == SCHEMA_VERSION and old.chunker_version == st.CHUNKER_VERSION
+            and old.name == name and old.root == collected.root
+            and old.settings_signature == settings.index_signature()
+            and old.model_id == embed_model_id(settings.embedding)
+            and old.embedding == resolve_embedding(settings.embedding).model_dump(mode="json")
+            and old.explanations == _explanation_signatures(settings)
+            and old.files == {f.path: f.sha256 for f in collected.files}
+            and all((out / f).exists()
+                    for f in (st.FAISS, st.BM25, st.RECORDS, st.VECTOR_KEYS)))
+
+
+def _unchanged_report(old: Manifest, collected, out: Path, seconds: dict) -> BuildReport:
+    import json
+
+    keys = json.loads((out / st.VECTOR_KEYS).read_text(encoding="utf-8"))
+    kinds = {k.split(".", 1)[1]: v for k, v in old.counts.items() if k.startswith("kind.")}
+    return BuildReport(name=old.name, out=str(out), files=len(collected.files),
+                       skipped=collected.skipped, chunks_by_kind=kinds, stage_seconds=seconds,
+                       reused_files=len(collected.files), reused_vectors=sum(1 for k in keys if k),
+                       up_to_date=True)
 
 
 def _explain(work: Path, cache: Path | None, settings: Settings, progress: bool) -> dict:

@@ -20,6 +20,9 @@ class IntentRule(_S):
                                     description="Chunk kinds the answer is usually made of.")
     allow_scopes: list[str] = Field(default_factory=list,
                                     description="Scopes (test, build, example) NOT penalised.")
+    max_per_file: int | None = Field(default=None, ge=1, description=(
+        "Evidence items per file for this intent (unset: retrieval.max_per_file). A location "
+        "answer is a list of places: one item per file leaves room for the other places."))
 
 
 def _default_intents() -> dict[str, IntentRule]:
@@ -44,7 +47,8 @@ def _default_intents() -> dict[str, IntentRule]:
                                    r")\b", r"\b(defined|declared|located|implemented in|"
                                    r"lives?|find the (code|file))\b"],
                              profile="minimal", prefer_kinds=["function", "method", "class",
-                                                              "struct", "file"]),
+                                                              "struct", "file"],
+                             max_per_file=1),
         "data_flow": R(cues=[r"\b(flows?|passed|propagat|from the .* to|back to|into the|"
                              r"transfer|data ?flow|moves? .* (to|between))\b"],
                        profile="broad", prefer_kinds=["call_chain", "function", "method"]),

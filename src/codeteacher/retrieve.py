@@ -147,6 +147,16 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
                 best, best_score = c, eff
         pool.remove(best)
         r = store.records[best.idx]
+        if r.kind == "file" and per_file[r.path] + 1 >= max_per_file:
+            # The file's last slot: show the file through its best own chunk in the pool (a
+            # symbol with exact lines says more than the whole file's summary).
+            inner = [c for c in pool if store.records[c.idx].path == r.path
+                     and store.records[c.idx].kind not in ("file", "call_chain")]
+            if inner:
+                pool.append(best)
+                best = max(inner, key=lambda c: c.score)
+                pool.remove(best)
+                r = store.records[best.idx]
         # A call-chain entity spans its root function's lines but says something else.
         key = (r.path, r.start_line, r.end_line, r.kind == "call_chain")
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
@@ -204,8 +214,9 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                        lambda i: Candidate(idx=i))
         ranked = sorted(cands.values(), key=lambda c: -c.score)
     # Select generously, then let the context filter drop what stronger chunks already carry.
-    pool = select(store, ranked, k * 2, settings.retrieval.max_per_file,
-                  settings.retrieval.same_file_penalty)
+    per_file = (rule.max_per_file if rule and rule.max_per_file
+                else settings.retrieval.max_per_file)
+    pool = select(store, ranked, k * 2, per_file, settings.retrieval.same_file_penalty)
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

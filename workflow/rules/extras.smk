@@ -54,8 +54,11 @@ rule eval:
         unpack(lambda w: bench_files(w.corpus)),
         stamp=index_stamp("{corpus}"),
     output:
-        run=directory("embeddings/{corpus}/eval"),
+        # the scores file, not the run folder: Snakemake deletes a job's outputs before it runs,
+        # and answers.json in that folder is what lets an interrupted run resume
+        scores="embeddings/{corpus}/eval/scores.json",
     params:
+        run=lambda w, output: os.path.dirname(output.scores),
         index=lambda w, output: index_dir(w.corpus),
         settings=settings_arg,
         sections=sections_hash("eval"),
@@ -71,7 +74,7 @@ rule eval:
         "../envs/codeteacher.yaml"
     shell:
         "codeteacher eval --questions {input.questions} --references {input.references}"
-        " --index {params.index} --out {output.run} --settings {params.settings} > {log} 2>&1"
+        " --index {params.index} --out {params.run} --settings {params.settings} > {log} 2>&1"
 
 
 rule papers_all:
@@ -81,4 +84,4 @@ rule papers_all:
 
 rule eval_all:
     input:
-        expand(rules.eval.output.run, corpus=[c for c in CORPORA if c in config["benchmarks"]]),
+        expand(rules.eval.output.scores, corpus=[c for c in CORPORA if c in config["benchmarks"]]),
