@@ -656,3 +656,21 @@ def test_full_pipeline_recall_not_below_foundation(engine, minipic_index):
         if not expected & set(base_paths[question]):
             print(f"  foundation misses {sorted(expected)}: {question} -> {base_paths[question]}")
     assert full >= base
+
+
+def test_location_lookups_list_distinct_files(minipic_index):
+    """A location answer is a list of places: one item per file (routing's max_per_file), and
+    a file is shown by its best own chunk rather than its whole-file summary."""
+    question = "Where is the Boris particle pusher?"
+    eng = variant(minipic_index, lambda s: None)
+    assert eng.settings.routing.intents["location_lookup"].max_per_file == 1
+    top = eng.ask(question).evidence
+    paths = [e.path for e in top]
+    assert len(paths) == len(set(paths)), paths
+    pusher = next(e for e in top if e.path == "include/minipic/pusher.hpp")
+    assert pusher.kind != "file" and "borisPush" in pusher.symbol, pusher
+    # with the intent's cap lifted, the general per-file limit applies again
+    loose = variant(minipic_index,
+                    lambda s: setattr(s.routing.intents["location_lookup"], "max_per_file", None))
+    loose_paths = [e.path for e in loose.ask(question).evidence]
+    assert max(Counter(loose_paths).values()) > 1, loose_paths
