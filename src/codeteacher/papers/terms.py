@@ -26,8 +26,8 @@ typename union unsigned using virtual void volatile while std size t type types 
 get set make init initialize initialise impl detail details tmp temp data ptr ref arg args
 param params brief return returns tparam function functions method class object objects member
 members variable variables file files line lines run test tests check assert print cout endl
-string vector array map list begin end size_t uint int32 int64 view views kokkos_inline_function
-kokkos_function inline_function lambda helper utility utils util base derived default copy move
+string vector array map list begin end size_t uint int32 int64 view views
+lambda helper utility utils util base derived default copy move
 swap index idx num count number result results output input src dst lhs rhs left right buffer
 host device exec space spaces memory policy range loop loops functor""".split()
 STOP = frozenset(_ENGLISH) | frozenset(_CODE)
