@@ -288,3 +288,27 @@ def test_apply_explanations_sets_matching_records():
     assert [r.explanation for r in out] == ["A", "", "", "", "F"]
     assert records[0].explanation == ""  # inputs are not modified
     assert json.loads(out[0].model_dump_json())["explanation"] == "A"
+
+
+def test_stage_explain_cli_needs_no_indexing_libraries(tmp_path):
+    """GPU nodes run only `codeteacher stage explain|merge-explanations`: that path must not
+    import FAISS, bm25s, tree-sitter or sentence-transformers (not installed there)."""
+    import subprocess
+    import sys
+
+    write_index(tmp_path, make_chunks())
+    chunks, entities, structure = files(tmp_path)
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['codeteacher', 'stage', 'explain', '--chunks', {str(chunks)!r},"
+        f" '--entities', {str(entities)!r}, '--structure', {str(structure)!r},"
+        f" '--out', {str(tmp_path / 'shard.jsonl')!r}]\n"
+        "try:\n    runpy.run_module('codeteacher.cli', run_name='__main__')\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+        "heavy = {'faiss', 'bm25s', 'tree_sitter', 'tree_sitter_cpp', 'sentence_transformers'}\n"
+        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "shard.jsonl").is_file()

@@ -219,10 +219,13 @@ def _add_ask_args(p: argparse.ArgumentParser) -> None:
 # ---- stages ------------------------------------------------------------------------------------
 
 def cmd_stage(args) -> int:
-    from . import stages as st
-
     s = _settings(args)
     P = Path
+    if args.stage in ("explain", "merge-explanations"):
+        return _stage_explain(args, s)
+    # (imported here: the explain stages run on GPU nodes that need no FAISS or tree-sitter)
+    from . import stages as st
+
     if args.stage == "collect":
         st.stage_collect(P(args.repo), P(args.out), s, include=args.include, exclude=args.exclude)
     elif args.stage == "parse":
@@ -231,28 +234,30 @@ def cmd_stage(args) -> int:
         st.stage_graph(P(args.files), P(args.chunks), P(args.out))
     elif args.stage == "entities":
         st.stage_entities(P(args.files), P(args.chunks), P(args.structure), P(args.out))
-    elif args.stage == "explain":
-        from .explain import explain_stage
-
-        report = explain_stage(P(args.chunks), P(args.entities), P(args.structure), P(args.out),
-                               s, shard=args.shard, of=args.of,
-                               cache=_cache(args.cache, "explanations.jsonl"))
-        print(report.model_dump_json(), file=sys.stderr)
-    elif args.stage == "merge-explanations":
-        from .explain import merge_explanations
-
-        report = merge_explanations([P(x) for x in args.shards], P(args.out), s,
-                           chunks=P(args.chunks) if args.chunks else None,
-                           entities=P(args.entities) if args.entities else None,
-                           structure=P(args.structure) if args.structure else None,
-                           cache=_cache(args.cache, "explanations.jsonl"))
-        print(report.model_dump_json(), file=sys.stderr)
     elif args.stage == "embed":
         st.stage_embed(P(args.chunks), P(args.entities), P(args.out), s,
                        explanations_path=P(args.explanations) if args.explanations else None,
                        cache=_cache(args.cache))
     elif args.stage == "index":
         _stage_index(P(args.work), P(args.out), s, args.name)
+    return 0
+
+
+def _stage_explain(args, s) -> int:
+    from .explain import explain_stage, merge_explanations
+
+    P = Path
+    if args.stage == "explain":
+        report = explain_stage(P(args.chunks), P(args.entities), P(args.structure), P(args.out),
+                               s, shard=args.shard, of=args.of,
+                               cache=_cache(args.cache, "explanations.jsonl"))
+    else:
+        report = merge_explanations([P(x) for x in args.shards], P(args.out), s,
+                                    chunks=P(args.chunks) if args.chunks else None,
+                                    entities=P(args.entities) if args.entities else None,
+                                    structure=P(args.structure) if args.structure else None,
+                                    cache=_cache(args.cache, "explanations.jsonl"))
+    print(report.model_dump_json(), file=sys.stderr)
     return 0
 
 
