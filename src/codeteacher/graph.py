@@ -85,7 +85,8 @@ def build_structure(files: list[FileRecord], chunks: list[Chunk],
         key = (src, dst, typ)
         if src != dst and key not in seen_edges:
             seen_edges.add(key)
-            edges.append(Edge(source=src, target=dst, type=typ))
+            # (model_construct: ~10k edges per rebuild, built from validated chunks)
+            edges.append(Edge.model_construct(source=src, target=dst, type=typ))
 
     # Files and the module tree.
     for f in files:

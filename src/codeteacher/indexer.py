@@ -6,9 +6,11 @@ repository re-embeds nothing and a changed file costs only its own chunks. Whate
 """
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -71,10 +73,29 @@ def swap_in(work: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+@contextmanager
+def _gc_paused():
+    """A build allocates ~10^5 short-lived pydantic objects, which makes CPython's cyclic
+    collector sweep the (large, long-lived) model objects over and over: pausing it during the
+    build halves an incremental rebuild. Reference counting still frees everything acyclic."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def build_index(repo: str | Path, out: str | Path | None = None, name: str | None = None,
                 settings: Settings | None = None, progress: bool = False,
                 include: list[str] | None = None, exclude: list[str] | None = None
                 ) -> BuildReport:
+    with _gc_paused():
+        return _build_index(repo, out, name, settings, progress, include, exclude)
+
+
+def _build_index(repo, out, name, settings, progress, include, exclude) -> BuildReport:
     settings = settings or Settings()
     repo = Path(repo).expanduser()
     if not repo.exists():
