@@ -103,7 +103,8 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
     name = name or repo.resolve().name
     out = Path(out) if out else Path("embeddings") / name
     _check_output(out)
-    cache = out if valid_index(out) else None
+    old = valid_index(out)
+    cache = out if old else None
     work = out.parent / f".{out.name}.building-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -118,7 +119,6 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
     try:
         collected = timed("collect", st.stage_collect, repo, work / st.FILES, settings,
                           include=include, exclude=exclude)
-        old = valid_index(out) if cache else None
         if old is not None and _up_to_date(old, collected, settings, name, out):
             shutil.rmtree(work, ignore_errors=True)
             return _unchanged_report(old, collected, out, seconds)
@@ -142,7 +142,7 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    kinds = {k.split(".", 1)[1]: v for k, v in manifest.counts.items() if k.startswith("kind.")}
+    kinds = _kinds(manifest)
     edges = {k.split(".", 1)[1]: v for k, v in structure.counts.items() if k.startswith("edges.")}
     return BuildReport(name=name, out=str(out), files=len(collected.files),
                        skipped=collected.skipped, chunks_by_kind=kinds, edges_by_type=edges,
@@ -151,6 +151,10 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
                        unresolved_calls=structure.unresolved_calls,
                        unresolved_includes=structure.unresolved_includes,
                        explanations=explained)
+
+
+def _kinds(manifest: Manifest) -> dict[str, int]:
+    return {k.split(".", 1)[1]: v for k, v in manifest.counts.items() if k.startswith("kind.")}
 
 
 def _explanation_signatures(settings: Settings) -> dict[str, str]:
@@ -189,9 +193,8 @@ def _unchanged_report(old: Manifest, collected, out: Path, seconds: dict) -> Bui
     import json
 
     keys = json.loads((out / st.VECTOR_KEYS).read_text(encoding="utf-8"))
-    kinds = {k.split(".", 1)[1]: v for k, v in old.counts.items() if k.startswith("kind.")}
     return BuildReport(name=old.name, out=str(out), files=len(collected.files),
-                       skipped=collected.skipped, chunks_by_kind=kinds, stage_seconds=seconds,
+                       skipped=collected.skipped, chunks_by_kind=_kinds(old), stage_seconds=seconds,
                        reused_files=len(collected.files), reused_vectors=sum(1 for k in keys if k),
                        up_to_date=True)
 

@@ -313,12 +313,14 @@ def _command_names(lines: list[str], start: int, end: int, make: bool) -> list[s
 
 
 def chunk_build(path: str, text: str, *, scope: str = "build", file_sha: str = "",
-                settings: ChunkSettings | None = None, language: str = "") -> ParsedFile:
+                settings: ChunkSettings | None = None, language: str = "",
+                kind: str = "build") -> ParsedFile:
     """Windows of a CMakeLists.txt / *.cmake / Makefile, cut at command boundaries.
-    `language` defaults to "make" for Makefiles and "cmake" otherwise."""
+    `language` defaults to "make" for Makefiles and "cmake" otherwise; `kind` "script" gives
+    scripts and CI configs the same windows under their own kind."""
     base = posixpath.basename(path)
     make = base.lower() in ("makefile", "gnumakefile") or base.lower().endswith((".mk", ".make"))
-    b = _Builder(path, text.split("\n"), "build", language or ("make" if make else "cmake"),
+    b = _Builder(path, text.split("\n"), kind, language or ("make" if make else "cmake"),
                  scope, file_sha, settings)
     leading = ""
     try:

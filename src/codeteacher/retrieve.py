@@ -83,15 +83,18 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
 
     # Exact file lookups: the file's entity, plus its best chunks by similarity (file-scoped).
     for path in qa.files:
-        named = path in qa.named_files
-        bonus = rs.exact_file_bonus * (1.0 if named else rs.stem_file_factor
-                                       if path in qa.stem_files else rs.sibling_file_factor)
+        if path in qa.named_files:
+            factor, reason = 1.0, "file named in question"
+        elif path in qa.stem_files:
+            factor, reason = rs.stem_file_factor, "file named by its stem"
+        else:
+            factor, reason = rs.sibling_file_factor, "sibling of a named file"
+        bonus = rs.exact_file_bonus * factor
         fi = store.file_record_index(path)
         if fi is not None and (allowed is None or allowed[fi]):
             c = get(fi)
             c.fused += bonus
-            c.why.append("file named in question" if named else "file named by its stem"
-                         if path in qa.stem_files else "sibling of a named file")
+            c.why.append(reason)
         members = [i for i in store.by_path.get(path, [])
                    if store.records[i].kind not in ("file",) and (allowed is None or allowed[i])]
         if members:

@@ -67,11 +67,7 @@ def parse_file(root: str, rec, settings: Settings) -> ParsedFile:
     if rec.category == "build":
         return chunk_build(rec.path, text, language=rec.language, **common)
     if rec.category == "script":  # line windows like build files, but their own kind
-        parsed = chunk_build(rec.path, text, language=rec.language, **common)
-        for c in parsed.chunks:
-            c.kind = "script"
-            c.id = c.id.replace("#build:", "#script:", 1)
-        return parsed
+        return chunk_build(rec.path, text, language=rec.language, kind="script", **common)
     fmt = rec.language if rec.language in ("markdown", "rst") else "text"
     return chunk_doc(rec.path, text, fmt=fmt, **common)
 
