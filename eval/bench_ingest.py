@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.table import Table
 
 from codeteacher.api import Engine
-from codeteacher.indexer import build_index
-from codeteacher.settings import load_settings
+from codeteacher.contracts.settings import load_settings
+from codeteacher.ingest.build import build_index
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_retrieval import evaluate  # noqa: E402

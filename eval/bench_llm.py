@@ -1,6 +1,6 @@
 """LLM benchmark: explanation throughput per backend and the cost of re-explaining one change.
 
-    .venv/bin/python eval/bench_llm.py [--repo examples/minipic] [--files 2]
+    .venv/bin/python eval/bench_llm.py [--repo src/codeteacher/demo/minipic] [--files 2]
         [--backends llama-cpp,openai] [--max-tokens 96] [--max-code-chars 2000] [--json OUT]
 
 Indexes the repository without an LLM, keeps the stage files of the first --files source files
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import httpx
 
-from codeteacher.explain import explainable, explain_stage, read_jsonl
+from codeteacher.contracts.models import Chunk, Entity
+from codeteacher.contracts.settings import Settings
 from codeteacher.generation import packaged_gguf_path
-from codeteacher.indexer import build_index
-from codeteacher.models import Chunk, Entity
-from codeteacher.settings import Settings
+from codeteacher.ingest.build import build_index
+from codeteacher.ingest.explain import explain_stage, explainable, read_jsonl
 
 
 def subset(ix: Path, out: Path, n_files: int, settings: Settings) -> list[str]:
@@ -113,7 +113,7 @@ def run_backend(backend: str, d: Path, args, url: str = "") -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repo", default=str(Path(__file__).resolve().parent.parent /
-                                          "examples" / "minipic"))
+                                          "src" / "codeteacher" / "demo" / "minipic"))
     ap.add_argument("--files", type=int, default=2)
     ap.add_argument("--backends", default="llama-cpp,openai")
     ap.add_argument("--max-tokens", type=int, default=96)

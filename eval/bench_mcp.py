@@ -145,7 +145,7 @@ def main() -> int:
 
     port = _free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    cmd = [sys.executable, "-m", "codeteacher.cli", "serve", "--transport", "http",
+    cmd = [sys.executable, "-m", "codeteacher.shells.cli", "serve", "--transport", "http",
            "--host", "127.0.0.1", "--port", str(port), "--index", args.index]
     if args.settings:
         cmd += ["--settings", args.settings]

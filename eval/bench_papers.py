@@ -1,6 +1,6 @@
 """Benchmark of code-to-paper links on IPPL (not a test): precision@3 for hand-picked entities.
 
-Parses the IPPL sources with codeteacher.parse_cpp (and its Markdown docs with parse_text),
+Parses the IPPL sources with codeteacher.ingest.parse.cpp (and its Markdown docs with parse_text),
 links a dozen entities whose method is known against the shared 60-paper library, and prints a
 table with the top three papers, P@3 and the reasons of the best link. Gold sets were written
 from the code's purpose and the library's abstracts before looking at the results.
@@ -53,8 +53,8 @@ TARGETS = [
 
 
 def parse_corpus(root: Path):
-    from codeteacher.parse_cpp import parse_cpp
-    from codeteacher.parse_text import chunk_doc
+    from codeteacher.ingest.parse.cpp import parse_cpp
+    from codeteacher.ingest.parse.text import chunk_doc
 
     chunks = []
     for path in sorted(root.rglob("*")):
@@ -77,10 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("-v", "--verbose", action="store_true", help="reasons for all top-3 links")
     args = ap.parse_args(argv)
+    from codeteacher.contracts.settings import Settings
     from codeteacher.papers.formats import load_file
     from codeteacher.papers.library import Library
-    from codeteacher.papers.linking import CitationMap, Linker, gather_citations, related_ids
-    from codeteacher.settings import Settings
+    from codeteacher.papers.linking import (
+        CitationMap,
+        Linker,
+        gather_citations,
+        related_ids,
+    )
 
     root = Path(args.ippl)
     if not root.is_dir() or not Path(args.bib).is_file():

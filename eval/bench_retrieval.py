@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 from codeteacher.api import Engine
+from codeteacher.contracts.settings import load_settings
 from codeteacher.evaluation.metrics import corpus_name_map, gold_files, recall_at_k
-from codeteacher.settings import load_settings
 
 # Each ablation switches one part of the online stage off (settings path -> value).
 ABLATIONS = {

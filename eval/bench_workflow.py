@@ -148,7 +148,7 @@ def bench_shards(corpus, path, settings, counts, cores, include) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", action="append", default=[],
-                    help="NAME=PATH (default: minipic=examples/minipic)")
+                    help="NAME=PATH (default: minipic=src/codeteacher/demo/minipic)")
     ap.add_argument("--settings", default=str(REPO / "runtime_settings.json"))
     ap.add_argument("--explain-shards", type=int, default=2)
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 2)
@@ -161,7 +161,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "runs/bench/workflow_bench.json"))
     args = ap.parse_args()
     corpora = [c.split("=", 1) for c in args.corpus] or [["minipic",
-                                                          str(REPO / "examples/minipic")]]
+                                                          str(REPO / "src/codeteacher/demo/minipic")]]
     settings = Path(args.settings).resolve()
     results: dict = {"runs": [], "shards": [], "cpus": os.cpu_count()}
 

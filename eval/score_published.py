@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from codeteacher.evaluation.config import EvalSettings
+from codeteacher.contracts.settings.evaluation import EvalSettings
 from codeteacher.evaluation.io import corpus_files_from
 from codeteacher.evaluation.metrics import aggregate_by_category, mean, pearson
 from codeteacher.evaluation.report import fmt, metric_columns

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-MINIPIC = REPO_ROOT / "examples" / "minipic"
+MINIPIC = REPO_ROOT / "src" / "codeteacher" / "demo" / "minipic"
 SHARED = REPO_ROOT.parent / "shared"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -27,7 +27,7 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def minipic_src() -> Path:
-    assert MINIPIC.is_dir(), "the sample app examples/minipic is missing"
+    assert MINIPIC.is_dir(), "the sample app src/codeteacher/demo/minipic is missing"
     return MINIPIC
 
 
@@ -40,7 +40,7 @@ def shared_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def default_settings():
-    from codeteacher.settings import Settings
+    from codeteacher.contracts.settings import Settings
 
     return Settings()
 
@@ -48,7 +48,7 @@ def default_settings():
 @pytest.fixture(scope="session")
 def minipic_index(tmp_path_factory, minipic_src, default_settings) -> Path:
     """A read-only index of the sample app (do not modify; copy it instead)."""
-    from codeteacher.indexer import build_index
+    from codeteacher.ingest.build import build_index
 
     out = tmp_path_factory.mktemp("index") / "minipic"
     build_index(minipic_src, out=out, name="minipic", settings=default_settings)

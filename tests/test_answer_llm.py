@@ -4,14 +4,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from codeteacher.answer.llm import (
+    build_context,
+    generate_answer,
+    is_abstention,
+    parse_answer,
+)
 
-from codeteacher.answer_llm import build_context, generate_answer, is_abstention, parse_answer
-from codeteacher.errors import UserError
+from codeteacher.contracts.errors import UserError
+from codeteacher.contracts.models import Chunk, SearchHit
+from codeteacher.contracts.settings import Settings
 from codeteacher.generation import make_generator
-from codeteacher.models import Chunk, SearchHit
-from codeteacher.settings import Settings
 
-MINIPIC = Path(__file__).resolve().parent.parent / "examples" / "minipic"
+MINIPIC = Path(__file__).resolve().parent.parent / "src" / "codeteacher" / "demo" / "minipic"
 
 INLINE = {
     "src/deposit.cpp": ("depositCharge", """// Scatters each particle's charge to the four

@@ -18,9 +18,9 @@ import pytest
 
 BIN = Path(sys.executable).parent
 CODETEACHER = [str(BIN / "codeteacher")] if (BIN / "codeteacher").exists() else \
-    [sys.executable, "-m", "codeteacher.cli"]
+    [sys.executable, "-m", "codeteacher.shells.cli"]
 ASK = [str(BIN / "ask")] if (BIN / "ask").exists() else \
-    [sys.executable, "-c", "import sys; from codeteacher.cli import ask_main; sys.exit(ask_main())"]
+    [sys.executable, "-c", "import sys; from codeteacher.shells.cli import ask_main; sys.exit(ask_main())"]
 EVIDENCE_LINE = re.compile(r"^- (?P<path>\S+):(?P<start>\d+)-(?P<end>\d+) — (?P<symbol>.+?) — (?P<desc>.*)$")
 
 
@@ -115,7 +115,7 @@ def test_ask_human_output(ask_runs, minipic_index):
 
 def test_code_in_question_is_not_read_as_markup(minipic_index, tmp_path, monkeypatch, capsys):
     """Rich markup must not eat `data[n]` or choke on `[/bold]` in a question or answer."""
-    from codeteacher.cli import ask_main
+    from codeteacher.shells.cli import ask_main
 
     monkeypatch.chdir(tmp_path)
     q = "What does rho(st.i, st.j, st.k)[n] [/bold] mean in depositChargeCIC?"

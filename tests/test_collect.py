@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from codeteacher.collect import classify_scope, collect
-from codeteacher.errors import UserError
-from codeteacher.settings import CollectSettings, Settings
-from codeteacher.stages import stage_collect
+from codeteacher.contracts.errors import UserError
+from codeteacher.contracts.settings import CollectSettings, Settings
+from codeteacher.ingest.collect import classify_scope, collect
+from codeteacher.ingest.stages import stage_collect
 
 CODE = "int f() { return 1; }\n"
 

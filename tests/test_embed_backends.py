@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codeteacher.embed import load_embedder, model_id
-from codeteacher.errors import UserError
-from codeteacher.settings import EmbeddingSettings, Settings
+from codeteacher.contracts.errors import UserError
+from codeteacher.contracts.settings import EmbeddingSettings, Settings
+from codeteacher.embedding import load_embedder, model_id
 
-MINIPIC = Path(__file__).resolve().parents[1] / "examples" / "minipic"
+MINIPIC = Path(__file__).resolve().parents[1] / "src" / "codeteacher" / "demo" / "minipic"
 SEQ = 128
 
 needs_onnx = pytest.mark.skipif(
@@ -102,7 +102,7 @@ def onnx_cache(tmp_path_factory):
 @pytest.mark.parametrize("quantize, min_cos, single_cos", [("none", 0.999, 0.9999),
                                                          ("int8", 0.97, 0.97)])
 def test_onnx_matches_torch_float32(onnx_cache, texts, reference, quantize, min_cos, single_cos):
-    from codeteacher.embed_onnx import OnnxEmbedder
+    from codeteacher.embedding.onnx import OnnxEmbedder
 
     settings = es(backend="onnx", quantize=quantize)
     emb = OnnxEmbedder(settings)
@@ -128,7 +128,7 @@ def test_onnx_matches_torch_float32(onnx_cache, texts, reference, quantize, min_
 
 @needs_onnx
 def test_onnx_damaged_cache_and_gpu_device_are_user_errors(onnx_cache):
-    from codeteacher.embed_onnx import OnnxEmbedder, ensure_exported
+    from codeteacher.embedding.onnx import OnnxEmbedder, ensure_exported
 
     settings = es(backend="onnx")
     folder = ensure_exported(settings)

@@ -7,13 +7,21 @@ import math
 
 import pytest
 
-from codeteacher.errors import UserError
+from codeteacher.contracts.errors import UserError
 from codeteacher.evaluation.io import load_answers, load_questions, load_references
 from codeteacher.evaluation.judge import parse_verdict
-from codeteacher.evaluation.metrics import (aggregate_by_category, content_words,
-                                            corpus_name_map, evidence_items, file_names,
-                                            gold_files, percentile, recall_at_k,
-                                            reference_coverage, std_error)
+from codeteacher.evaluation.metrics import (
+    aggregate_by_category,
+    content_words,
+    corpus_name_map,
+    evidence_items,
+    file_names,
+    gold_files,
+    percentile,
+    recall_at_k,
+    reference_coverage,
+    std_error,
+)
 
 
 def test_content_words_are_unique_lowercase_identifiers_without_stop_words():

@@ -169,8 +169,8 @@ def test_compare_a_published_run(shared_dir, tmp_path, capsys):
 
 @pytest.mark.llm
 def test_tiny_model_answers_and_judges(minipic_index, tmp_path):
+    from codeteacher.contracts.settings import Settings
     from codeteacher.evaluation.runner import run_eval
-    from codeteacher.settings import Settings
 
     tiny = {"backend": "llama-cpp", "model": "packaged:SmolLM2-135M-Instruct",
             "context_size": 2048, "max_tokens": 48}

@@ -8,14 +8,25 @@ from pathlib import Path
 
 import pytest
 
-from codeteacher.errors import UserError
-from codeteacher.explain import (apply_explanations, explain_stage, load_explanations,
-                                 merge_explanations, shard_of)
+from codeteacher.contracts.errors import UserError
+from codeteacher.contracts.models import (
+    Chunk,
+    Edge,
+    Entity,
+    GraphNode,
+    ProjectStructure,
+)
+from codeteacher.contracts.settings import Settings
 from codeteacher.generation import make_generator
-from codeteacher.models import Chunk, Edge, Entity, GraphNode, ProjectStructure
-from codeteacher.settings import Settings
+from codeteacher.ingest.explain import (
+    apply_explanations,
+    explain_stage,
+    load_explanations,
+    merge_explanations,
+    shard_of,
+)
 
-MINIPIC = Path(__file__).resolve().parent.parent / "examples" / "minipic"
+MINIPIC = Path(__file__).resolve().parent.parent / "src" / "codeteacher" / "demo" / "minipic"
 
 # Used when the sample app is absent or has changed: same shapes, inline.
 FALLBACK = {
@@ -276,7 +287,7 @@ def test_bad_shard_and_missing_inputs(tmp_path):
 
 
 def test_apply_explanations_sets_matching_records():
-    from codeteacher.models import Explanation
+    from codeteacher.contracts.models import Explanation
 
     chunks = make_chunks()
     records = chunks + [Entity(id="file:src/gather.cpp", level="file", path="src/gather.cpp",
@@ -303,7 +314,7 @@ def test_stage_explain_cli_needs_no_indexing_libraries(tmp_path):
         f"sys.argv = ['codeteacher', 'stage', 'explain', '--chunks', {str(chunks)!r},"
         f" '--entities', {str(entities)!r}, '--structure', {str(structure)!r},"
         f" '--out', {str(tmp_path / 'shard.jsonl')!r}]\n"
-        "try:\n    runpy.run_module('codeteacher.cli', run_name='__main__')\n"
+        "try:\n    runpy.run_module('codeteacher.shells.cli', run_name='__main__')\n"
         "except SystemExit as e:\n    assert not e.code, e.code\n"
         "heavy = {'faiss', 'bm25s', 'tree_sitter', 'tree_sitter_cpp', 'sentence_transformers'}\n"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n")

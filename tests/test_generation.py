@@ -15,12 +15,23 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codeteacher.errors import UserError
-from codeteacher.generation import (BackendSettings, ChatRequest, GenerationSettings,
-                                    make_generator, model_id_for, packaged_gguf_path)
-from codeteacher.generation.prompts import (MODES, prompt_signature, prompt_signatures, render,
-                                            template_path)
-from codeteacher.settings import load_settings
+from codeteacher.contracts.errors import UserError
+from codeteacher.contracts.settings import load_settings
+from codeteacher.generation import (
+    BackendSettings,
+    ChatRequest,
+    GenerationSettings,
+    make_generator,
+    model_id_for,
+    packaged_gguf_path,
+)
+from codeteacher.generation.prompts import (
+    MODES,
+    prompt_signature,
+    prompt_signatures,
+    render,
+    template_path,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 HELLO = [{"role": "user", "content": "Name one C++ container type."}]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from codeteacher import stages as st
-from codeteacher.jsonio import read_jsonl
-from codeteacher.models import Chunk
-from codeteacher.settings import Settings
+from codeteacher.contracts.jsonio import read_jsonl
+from codeteacher.contracts.models import Chunk
+from codeteacher.contracts.settings import Settings
+from codeteacher.ingest import stages as st
 
 REPO = {
     "include/geo/shape.h": """\
@@ -303,7 +303,7 @@ def test_call_chain_entities(built):
 
 
 def test_entities_become_records_with_scope(built):
-    from codeteacher.models import Entity
+    from codeteacher.contracts.models import Entity
 
     _, entities, _ = built
     e = next(x for x in entities if x.id == "file:src/a.cpp")

@@ -19,17 +19,17 @@ import faiss
 import numpy as np
 import pytest
 
-from codeteacher import stages as st
 from codeteacher.api import Engine
-from codeteacher.collect import collect
-from codeteacher.embed import model_id
-from codeteacher.errors import UserError
-from codeteacher.indexer import build_index
-from codeteacher.jsonio import read_json, read_jsonl
-from codeteacher.lexical import tokenize
-from codeteacher.models import SCHEMA_VERSION, Chunk, Manifest
-from codeteacher.settings import Settings
-from codeteacher.store import IndexStore
+from codeteacher.contracts.errors import UserError
+from codeteacher.contracts.jsonio import read_json, read_jsonl
+from codeteacher.contracts.models import SCHEMA_VERSION, Chunk, Manifest
+from codeteacher.contracts.settings import Settings
+from codeteacher.embedding import model_id
+from codeteacher.index.lexical import tokenize
+from codeteacher.index.store import IndexStore
+from codeteacher.ingest import stages as st
+from codeteacher.ingest.build import build_index
+from codeteacher.ingest.collect import collect
 
 GATHER = "src/gather.cpp"
 
@@ -199,7 +199,7 @@ def test_interrupted_build_leaves_previous_index_intact(fresh_minipic, default_s
     (repo / "src" / "generated_kernels.cpp").write_text(_generated_source(1500))
     snapshot = {p.name: p.read_bytes() for p in index.iterdir() if p.is_file()}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codeteacher.cli", "index", str(repo), "--out", str(index),
+        [sys.executable, "-m", "codeteacher.shells.cli", "index", str(repo), "--out", str(index),
          "--name", "minipic", "-q"],
         cwd=index.parent, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     scratch = index.parent / f".{index.name}.building-{proc.pid}"
@@ -356,7 +356,7 @@ def test_watch_mode_updates_the_index_after_an_edit_and_stops_cleanly(fresh_mini
     the next check, an unchanged tree is left alone, Ctrl-C ends with exit code 0."""
     repo, index = fresh_minipic
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codeteacher.cli", "index", str(repo), "--out", str(index),
+        [sys.executable, "-m", "codeteacher.shells.cli", "index", str(repo), "--out", str(index),
          "--name", "minipic", "-q", "--json", "--watch", "0.3"],
         cwd=index.parent, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
@@ -386,7 +386,7 @@ def test_watch_mode_updates_the_index_after_an_edit_and_stops_cleanly(fresh_mini
 
 
 def test_watch_needs_a_positive_interval(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "codeteacher.cli", "index", str(tmp_path),
+    run = subprocess.run([sys.executable, "-m", "codeteacher.shells.cli", "index", str(tmp_path),
                           "--watch", "0"], env=_env(), capture_output=True, text=True)
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines() == ["error: --watch needs a positive number of seconds"]

@@ -27,7 +27,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
 
-from codeteacher.serve import TOKEN_ENV, bearer_ok, is_loopback  # noqa: E402
+from codeteacher.shells.serve import TOKEN_ENV, bearer_ok, is_loopback  # noqa: E402
 
 TOKEN = "test-token-0123456789abcdef"
 CORE_TOOLS = {"ask", "search_code", "find_symbol", "get_code", "file_summary",
@@ -41,7 +41,7 @@ SERVER_START_S = 600  # a deadline for start-up on a loaded machine, not an asse
 def small_copy(tmp_path_factory, minipic_src, default_settings):
     """A small copy of the sample app (headers + two sources), indexed as 'smallcopy', with a
     symlink inside it that points to a file outside the repository."""
-    from codeteacher.indexer import build_index
+    from codeteacher.ingest.build import build_index
 
     base = tmp_path_factory.mktemp("mcp")
     repo = base / "repo"
@@ -79,7 +79,7 @@ def http_server(minipic_index, small_copy, tmp_path_factory):
     work = tmp_path_factory.mktemp("http-server")  # cwd: no paper library here
     log = open(work / "server.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codeteacher.cli", "serve", "--transport", "http",
+        [sys.executable, "-m", "codeteacher.shells.cli", "serve", "--transport", "http",
          "--host", "127.0.0.1", "--port", str(port), "--require-token",
          "--index", str(minipic_index), "--index", str(small_copy[1])],
         cwd=work, env=_env(**{TOKEN_ENV: TOKEN}), stdout=log, stderr=subprocess.STDOUT)
@@ -157,7 +157,7 @@ def test_loopback_and_bearer_check():
 def test_non_loopback_bind_refused_without_token(minipic_index):
     env = _env()
     env.pop(TOKEN_ENV, None)
-    r = subprocess.run([sys.executable, "-m", "codeteacher.cli", "serve", "--transport", "http",
+    r = subprocess.run([sys.executable, "-m", "codeteacher.shells.cli", "serve", "--transport", "http",
                         "--host", "0.0.0.0", "--port", "0", "--index", str(minipic_index)],
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
@@ -165,7 +165,7 @@ def test_non_loopback_bind_refused_without_token(minipic_index):
 
 
 def test_mcp_config(minipic_index, capsys):
-    from codeteacher.cli import main
+    from codeteacher.shells.cli import main
 
     assert main(["mcp-config", "--index", str(minipic_index)]) == 0
     cfg = json.loads(capsys.readouterr().out)["mcpServers"]["codeteacher"]
@@ -182,7 +182,7 @@ def test_mcp_config(minipic_index, capsys):
 
 def test_stdio_client(minipic_index, tmp_path):
     params = StdioServerParameters(command=sys.executable, cwd=str(tmp_path), env=_env(),
-                                   args=["-m", "codeteacher.cli", "serve", "--index",
+                                   args=["-m", "codeteacher.shells.cli", "serve", "--index",
                                          str(minipic_index)])
 
     async def go():
@@ -360,7 +360,7 @@ def test_http_50_concurrent_searches(http_url):
 def test_http_hot_reload(http_url, small_copy, default_settings):
     """Rebuild the 'smallcopy' index in place while searches run against it; every call
     succeeds, and afterwards the server answers from the new content."""
-    from codeteacher.indexer import build_index
+    from codeteacher.ingest.build import build_index
 
     repo, index = small_copy
     with open(repo / "src" / "deposit.cpp", "a") as fh:

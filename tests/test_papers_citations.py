@@ -5,14 +5,19 @@ from pathlib import Path
 
 import pytest
 
-from codeteacher.models import Chunk
-from codeteacher.papers.citations import (RecordIndex, citations_from_cff, citations_in_chunks,
-                                          extract_citations, resolve)
+from codeteacher.contracts.models import Chunk
+from codeteacher.papers.citations import (
+    RecordIndex,
+    citations_from_cff,
+    citations_in_chunks,
+    extract_citations,
+    resolve,
+)
 from codeteacher.papers.formats import load_file
 from codeteacher.papers.model import PaperRecord
 
 REPO = Path(__file__).resolve().parents[1]
-MINIPIC = REPO / "examples" / "minipic"
+MINIPIC = REPO / "src" / "codeteacher" / "demo" / "minipic"
 SHARED_BIB = REPO.parent / "shared" / "papers" / "scientific_computing.bib"
 
 
@@ -140,7 +145,7 @@ references:
 # ---- the sample app ---------------------------------------------------------------------------
 
 def _minipic_doc_chunks() -> list[Chunk]:
-    from codeteacher.parse_text import chunk_doc
+    from codeteacher.ingest.parse.text import chunk_doc
 
     out = []
     for rel in ("README.md", "docs/ALGORITHMS.md"):
@@ -152,8 +157,8 @@ def _minipic_doc_chunks() -> list[Chunk]:
 
 def test_minipic_readme_and_cff(index):
     if not (MINIPIC / "README.md").is_file() or not (MINIPIC / "CITATION.cff").is_file():
-        pytest.skip("examples/minipic README.md / CITATION.cff not present yet")
-    pytest.importorskip("codeteacher.parse_text")
+        pytest.skip("src/codeteacher/demo/minipic README.md / CITATION.cff not present yet")
+    pytest.importorskip("codeteacher.ingest.parse.text")
     chunks = [c for c in _minipic_doc_chunks() if c.path == "README.md"]
     cites = resolve(citations_in_chunks(chunks), index,
                     {c.id: c.text for c in chunks})
@@ -178,12 +183,12 @@ def test_minipic_readme_and_cff(index):
 
 
 def test_minipic_sources_cite_methods(index):
-    parse_cpp = pytest.importorskip("codeteacher.parse_cpp").parse_cpp
+    parse_cpp = pytest.importorskip("codeteacher.ingest.parse.cpp").parse_cpp
     chunks = []
     for rel in ("src/cg_solver.cpp", "src/deposit.cpp", "src/fft_poisson.cpp"):
         path = MINIPIC / rel
         if not path.is_file():
-            pytest.skip(f"examples/minipic/{rel} not present yet")
+            pytest.skip(f"src/codeteacher/demo/minipic/{rel} not present yet")
         chunks += parse_cpp(rel, path.read_text(encoding="utf-8")).chunks
     cites = resolve(citations_in_chunks(chunks), index, {c.id: c.text for c in chunks})
     by_chunk = {}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codeteacher.errors import UserError
+from codeteacher.contracts.errors import UserError
 from codeteacher.papers import identity
 from codeteacher.papers.cli import main as papers_main
 from codeteacher.papers.formats import load_file, parse_bibtex, parse_cff, to_bibtex

@@ -6,14 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from codeteacher.errors import UserError
-from codeteacher.models import Chunk
+from codeteacher.contracts.errors import UserError
+from codeteacher.contracts.models import Chunk
+from codeteacher.contracts.settings import Settings
 from codeteacher.papers.cli import main as papers_main
 from codeteacher.papers.formats import load_file
 from codeteacher.papers.library import Library
-from codeteacher.papers.linking import (CitationMap, Linker, build_paper_links, link_target,
-                                        links_for)
-from codeteacher.settings import Settings
+from codeteacher.papers.linking import (
+    CitationMap,
+    Linker,
+    build_paper_links,
+    link_target,
+    links_for,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_BIB = REPO.parent / "shared" / "papers" / "scientific_computing.bib"

@@ -9,13 +9,19 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from codeteacher.errors import UserError
+from codeteacher.contracts.errors import UserError
+from codeteacher.contracts.settings.papers import PaperOnlineSettings
 from codeteacher.papers.cli import main as papers_main
-from codeteacher.papers.config import PaperOnlineSettings
 from codeteacher.papers.library import Library
 from codeteacher.papers.model import PaperRecord
-from codeteacher.papers.online import (ArxivClient, CrossrefClient, OnlineError, OpenAlexClient,
-                                       Resolver, enrich_library)
+from codeteacher.papers.online import (
+    ArxivClient,
+    CrossrefClient,
+    OnlineError,
+    OpenAlexClient,
+    Resolver,
+    enrich_library,
+)
 
 DATA = Path(__file__).resolve().parent / "data" / "papers"
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import textwrap
 
-from codeteacher.models import Chunk, ParsedFile
-from codeteacher.parse_cpp import parse_cpp
-from codeteacher.settings import ChunkSettings
+from codeteacher.contracts.models import Chunk, ParsedFile
+from codeteacher.contracts.settings import ChunkSettings
+from codeteacher.ingest.parse.cpp import parse_cpp
 
 
 def src(s: str) -> str:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import textwrap
 
-from codeteacher.models import ParsedFile
-from codeteacher.parse_text import chunk_build, chunk_doc
-from codeteacher.settings import ChunkSettings
+from codeteacher.contracts.models import ParsedFile
+from codeteacher.contracts.settings import ChunkSettings
+from codeteacher.ingest.parse.text import chunk_build, chunk_doc
 
 
 def src(s: str) -> str:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from codeteacher.settings import Settings, load_settings
+from codeteacher.contracts.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = sorted((ROOT / "config" / "settings").glob("*.json"))

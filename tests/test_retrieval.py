@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from codeteacher.api import Engine
-from codeteacher.errors import UserError
-from codeteacher.indexer import build_index
+from codeteacher.contracts.errors import UserError
+from codeteacher.ingest.build import build_index
 
 # question -> (acceptable paths, symbol that must appear in the top 5 or None)
 KNOWN = {
@@ -215,7 +215,7 @@ def small_engine(tmp_path_factory):
     for rel, text in SMALL.items():
         (root / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "repo" / rel).write_text(text)
-    from codeteacher.settings import Settings
+    from codeteacher.contracts.settings import Settings
 
     build_index(root / "repo", out=root / "index", settings=Settings())
     return Engine.load(root / "index", Settings())

@@ -20,16 +20,21 @@ from pathlib import Path
 import pytest
 
 from codeteacher.api import Engine
-from codeteacher.context_filter import context_cost, filter_context, fit_budget, information
-from codeteacher.errors import UserError
-from codeteacher.indexer import build_index
-from codeteacher.lexical import acronyms, stem, tokenize
-from codeteacher.query import analyze
-from codeteacher.rerank import features, low_signal, rerank
-from codeteacher.retrieval_settings import ExpansionProfile
-from codeteacher.retrieve import Candidate, Trace
-from codeteacher.routing import classify
-from codeteacher.settings import Settings
+from codeteacher.contracts.errors import UserError
+from codeteacher.contracts.settings import Settings
+from codeteacher.contracts.settings.retrieval import ExpansionProfile
+from codeteacher.index.lexical import acronyms, stem, tokenize
+from codeteacher.ingest.build import build_index
+from codeteacher.retrieval.context import (
+    context_cost,
+    filter_context,
+    fit_budget,
+    information,
+)
+from codeteacher.retrieval.query import analyze
+from codeteacher.retrieval.rerank import features, low_signal, rerank
+from codeteacher.retrieval.routing import classify
+from codeteacher.retrieval.search import Candidate, Trace
 
 DATA_FLOW = ("How does charge flow from the particles to the grid and back to the particles in "
              "one time step?")
@@ -568,7 +573,7 @@ def test_cross_encoder_missing_model_is_a_user_error(minipic_index, tmp_path):
 
 BIN = Path(sys.executable).parent
 ASK = [str(BIN / "ask")] if (BIN / "ask").exists() else \
-    [sys.executable, "-c", "import sys; from codeteacher.cli import ask_main; sys.exit(ask_main())"]
+    [sys.executable, "-c", "import sys; from codeteacher.shells.cli import ask_main; sys.exit(ask_main())"]
 
 
 @pytest.fixture(scope="module")

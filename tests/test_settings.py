@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from codeteacher.errors import UserError
-from codeteacher.settings import Settings, find_settings_file, load_settings
+from codeteacher.contracts.errors import UserError
+from codeteacher.contracts.settings import Settings, find_settings_file, load_settings
 
 
 def _write(tmp_path, data, name="settings.json"):

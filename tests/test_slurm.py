@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from slurm_cluster import OneNodeCluster, missing_binaries  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "examples" / "minipic"
+SAMPLE = REPO / "src" / "codeteacher" / "demo" / "minipic"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 pytestmark = pytest.mark.slurm

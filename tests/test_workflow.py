@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "examples" / "minipic"
+SAMPLE = REPO / "src" / "codeteacher" / "demo" / "minipic"
 CHAIN = ["collect", "parse", "graph", "entities", "explain", "merge_explanations", "embed",
          "index"]
 
@@ -76,7 +76,7 @@ def settings_copy(workdir: Path, name: str, base: Path | None = None, **changes)
 def built(tmp_path_factory):
     """Two corpora (the sample app and a two-file corpus) built once with the local profile."""
     if not SAMPLE.is_dir():
-        pytest.skip("examples/minipic is not there")
+        pytest.skip("src/codeteacher/demo/minipic is not there")
     work = tmp_path_factory.mktemp("wf")
     shutil.copytree(SAMPLE, work / "minipic")
     tiny = work / "tiny"

@@ -9,13 +9,13 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field
 
-from .answer import extractive_answer, to_evidence
-from .errors import UserError
-from .indexer import BuildReport, build_index  # noqa: F401  (part of the API)
-from .models import AskResult, Chunk, SearchHit
-from .retrieve import Trace, search
-from .settings import Settings, load_settings
-from .store import IndexStore
+from .answer.extractive import extractive_answer, to_evidence
+from .contracts.errors import UserError
+from .contracts.models import AskResult, Chunk, SearchHit
+from .contracts.settings import Settings, load_settings
+from .index.store import IndexStore
+from .ingest.build import BuildReport, build_index  # noqa: F401  (part of the API)
+from .retrieval.search import Trace, search
 
 
 class CodeSlice(BaseModel):
@@ -83,8 +83,8 @@ class Engine:
     @property
     def embedder(self):
         if self._embedder is None:
-            from .embed import load_embedder
-            from .settings import EmbeddingSettings
+            from .contracts.settings import EmbeddingSettings
+            from .embedding import load_embedder
 
             # Queries must be embedded exactly as the index was, whatever today's settings
             # say; only the device is a local choice.
@@ -147,7 +147,7 @@ class Engine:
     def _llm_answer(self, question: str, hits: list[SearchHit], result: AskResult) -> None:
         """Answer with the configured model; the Evidence it cites (only context paths) leads
         the evidence list, the rest of the retrieved context follows."""
-        from .answer_llm import generate_answer
+        from .answer.llm import generate_answer
 
         llm = generate_answer(question, hits, self.generator, self.settings)
         # A failed generation still deserves a grounded answer: fall back to the extract.

@@ -70,8 +70,8 @@ N_SHARDS = config["explain_shards"]
 def _load_settings(path):
     """The validated settings with defaults filled in (codeteacher's own validation)."""
     try:
-        from codeteacher.errors import UserError
-        from codeteacher.settings import load_settings
+        from codeteacher.contracts.errors import UserError
+        from codeteacher.contracts.settings import load_settings
     except ImportError:  # Snakemake outside codeteacher's venv: hash the raw sections
         try:
             return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .config import EvalSettings
+from ..contracts.settings.evaluation import EvalSettings
 
 _LAZY = {
     "run_eval": "runner", "judge_answers": "runner", "compare_runs": "scoring",

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import UserError
+from ..contracts.errors import UserError
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -56,7 +56,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def _settings(args):
-    from ..settings import Settings, load_settings
+    from ..contracts.settings import Settings, load_settings
 
     value = getattr(args, "settings", None)
     return value if isinstance(value, Settings) else load_settings(value)
@@ -69,8 +69,13 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _progress():
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
-        TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), transient=False)
@@ -114,7 +119,7 @@ def run_command(args: argparse.Namespace) -> int:
 def compare_command(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from ..jsonio import write_json
+    from ..contracts.jsonio import write_json
     from .io import corpus_files_from, index_files
     from .report import compare_tables
     from .scoring import compare_runs

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from ..errors import UserError
-from ..jsonio import read_json
+from ..contracts.errors import UserError
+from ..contracts.jsonio import read_json
 from .metrics import evidence_items
 
 SCHEMA = "codeteacher-eval/v1"

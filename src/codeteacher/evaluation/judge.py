@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ..errors import UserError
-from .config import EvalSettings
+from ..contracts.errors import UserError
+from ..contracts.settings.evaluation import EvalSettings
 
 SCORES = {"Correct": 1.0, "Partial": 0.5, "Incorrect": 0.0}
 UNPARSEABLE = "unparseable"

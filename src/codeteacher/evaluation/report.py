@@ -1,7 +1,7 @@
 """Human-readable output: report.md of one run, and the side-by-side comparison tables."""
 from __future__ import annotations
 
-from ..generation.config import PACKAGED_GGUF
+from ..contracts.settings.generation import PACKAGED_GGUF
 
 
 def metric_columns(ks: list[int]) -> list[tuple[str, str]]:

@@ -16,10 +16,17 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import UserError
-from ..jsonio import write_json
-from .io import ANSWERS_FILE, SCHEMA, index_files, index_manifest, load_answers, \
-    load_questions, load_references
+from ..contracts.errors import UserError
+from ..contracts.jsonio import write_json
+from .io import (
+    ANSWERS_FILE,
+    SCHEMA,
+    index_files,
+    index_manifest,
+    load_answers,
+    load_questions,
+    load_references,
+)
 from .judge import Judge, judge_backend
 from .report import render_report
 from .scoring import JUDGMENTS_FILE, load_judgments, score_run
@@ -115,7 +122,7 @@ def run_eval(questions_path: str | Path, index_dir: str | Path, out_dir: str | P
              engine=None) -> dict:
     """Run (or resume) an evaluation; returns {asked, kept, failed, scores, judge_error}."""
     if settings is None:
-        from ..settings import load_settings
+        from ..contracts.settings import load_settings
         settings = load_settings()
     cfg = settings.evaluation
     qfile = load_questions(questions_path)

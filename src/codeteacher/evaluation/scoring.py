@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..jsonio import read_json
-from .config import EvalSettings
+from ..contracts.jsonio import read_json
+from ..contracts.settings.evaluation import EvalSettings
 from .io import ANSWERS_FILE, normalize_answer
 from .metrics import aggregate_by_category, corpus_name_map, score_answer
 

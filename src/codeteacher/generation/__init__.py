@@ -13,9 +13,14 @@ import os
 # set on import (codeteacher.settings imports this package before anything loads torch).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from ..errors import UserError  # noqa: E402
+from ..contracts.errors import UserError  # noqa: E402
+from ..contracts.settings.generation import (  # noqa: E402
+    BackendSettings,
+    GenerationSettings,
+    PromptMode,
+    PromptSettings,
+)
 from .base import ChatRequest, Generation, Generator, packaged_gguf_path, resolve_gguf  # noqa: E402
-from .config import BackendSettings, GenerationSettings, PromptMode, PromptSettings  # noqa: E402
 
 __all__ = ["BackendSettings", "ChatRequest", "Generation", "GenerationSettings", "Generator",
            "PromptMode", "PromptSettings", "make_generator", "model_id_for", "packaged_gguf_path",

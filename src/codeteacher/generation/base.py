@@ -13,8 +13,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from ..errors import UserError
-from .config import PACKAGED_GGUF
+from ..contracts.errors import UserError
+from ..contracts.settings.generation import PACKAGED_GGUF
 
 FinishReason = Literal["stop", "length", "context_overflow", "error"]
 

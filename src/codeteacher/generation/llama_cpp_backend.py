@@ -4,9 +4,9 @@ from __future__ import annotations
 import os
 import threading
 
-from ..errors import UserError
+from ..contracts.errors import UserError
+from ..contracts.settings.generation import BackendSettings
 from .base import ChatRequest, Generation, first_line, resolve_gguf
-from .config import BackendSettings
 
 
 class LlamaCppGenerator:

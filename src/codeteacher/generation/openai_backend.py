@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from ..errors import UserError
+from ..contracts.errors import UserError
+from ..contracts.settings.generation import BackendSettings
 from .base import ChatRequest, Generation, first_line
-from .config import BackendSettings
 
 BACKOFF_S = 0.5
 MAX_BACKOFF_S = 8.0

@@ -12,8 +12,8 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import UserError
-from .config import GenerationSettings, PromptMode
+from ..contracts.errors import UserError
+from ..contracts.settings.generation import GenerationSettings, PromptMode
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 MODES = ("chunk_explanation", "file_level", "file_level_fallback", "module_level", "call_chain",

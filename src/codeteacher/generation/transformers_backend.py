@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import UserError
+from ..contracts.errors import UserError
+from ..contracts.settings.generation import PACKAGED_GGUF, BackendSettings
 from .base import ChatRequest, Generation, cut_at_stop, first_line, resolve_gguf
-from .config import PACKAGED_GGUF, BackendSettings
 
 
 class TransformersGenerator:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
+from ..contracts.errors import UserError
+from ..contracts.settings.generation import PACKAGED_GGUF, BackendSettings
 from .base import ChatRequest, Generation, first_line, resolve_gguf
-from .config import PACKAGED_GGUF, BackendSettings
 
 
 def cuda_available() -> bool:

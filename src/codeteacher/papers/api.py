@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
+from ..contracts.errors import UserError
 from .formats import load_file, to_bibtex
 from .library import ImportReport, Library, atomic_write_text, to_jsonl
 
 
 def _settings(settings):
-    from ..settings import Settings
+    from ..contracts.settings import Settings
 
     return settings or Settings()
 

@@ -15,7 +15,7 @@ from typing import Iterable, Literal
 
 from pydantic import BaseModel, Field
 
-from ..models import Chunk
+from ..contracts.models import Chunk
 from . import identity
 from .formats import parse_bibtex, parse_cff
 from .model import PaperRecord, is_same_work

@@ -6,12 +6,12 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import UserError
+from ..contracts.errors import UserError
 from . import api
 
 
 def _settings(args):
-    from ..settings import Settings, load_settings
+    from ..contracts.settings import Settings, load_settings
 
     s = getattr(args, "settings", None)
     return s if isinstance(s, Settings) else load_settings(s)

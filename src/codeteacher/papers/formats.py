@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..errors import UserError
+from ..contracts.errors import UserError
 from . import identity
 from .model import PaperRecord
 

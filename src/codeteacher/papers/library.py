@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from ..contracts.errors import UserError
 from . import identity
 from .model import PaperRecord, is_same_work, merge_records
 

@@ -12,9 +12,15 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..errors import UserError
-from ..models import Chunk, PaperLink
-from .citations import Citation, RecordIndex, citations_from_cff, citations_in_chunks, resolve
+from ..contracts.errors import UserError
+from ..contracts.models import Chunk, PaperLink
+from .citations import (
+    Citation,
+    RecordIndex,
+    citations_from_cff,
+    citations_in_chunks,
+    resolve,
+)
 from .library import Library, atomic_write_text
 from .model import PaperRecord
 from .scoring import CitationMap, Linker
@@ -75,7 +81,7 @@ def index_vectors(index_dir: Path, records: list[Chunk], settings) -> dict[str, 
     import hashlib
 
     try:
-        from ..stages import embed_text
+        from ..index.layout import embed_text
 
         keys = json.loads((index_dir / "vector_keys.json").read_text(encoding="utf-8"))
         vecs = np.load(index_dir / "vectors.npy", mmap_mode="r")
@@ -130,7 +136,7 @@ def load_library_records(library_path: str | Path, settings) -> tuple[list[Paper
 def build_paper_links(index_dir: str | Path, library_path: str | Path | None = None,
                       settings=None) -> PaperLinksReport:
     """Pipeline entry point: read records.jsonl, write paper_links.json (atomically)."""
-    from ..settings import Settings
+    from ..contracts.settings import Settings
 
     t0 = time.perf_counter()
     settings = settings or Settings()
@@ -251,7 +257,7 @@ def link_target(index_dir: str | Path, path_or_symbol: str, library: str | Path 
                 k: int = 5, settings=None) -> list[PaperLink]:
     """Papers for a file or symbol. Uses paper_links.json when present and no other library
     is named; otherwise scores the target's entities live against `library`."""
-    from ..settings import Settings
+    from ..contracts.settings import Settings
 
     settings = settings or Settings()
     index_dir = Path(index_dir)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ..models import PaperLink
+from ..contracts.models import PaperLink
 from . import identity
 
 # Fields that take a value from a later source only when the record has none yet.

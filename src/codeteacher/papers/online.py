@@ -19,9 +19,9 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 
-from ..errors import UserError
+from ..contracts.errors import UserError
+from ..contracts.settings.papers import PaperOnlineSettings
 from . import identity
-from .config import PaperOnlineSettings
 from .formats import record_from_csl
 from .library import Library, atomic_write_text
 from .model import PaperRecord, merge_records

@@ -15,10 +15,10 @@ from datetime import date
 
 import numpy as np
 
-from ..models import Chunk, PaperLink
+from ..contracts.models import Chunk, PaperLink
+from ..contracts.settings.papers import PaperSettings
 from . import terms as T
 from .citations import Citation, RecordIndex
-from .config import PaperSettings
 from .identity import fold
 from .library import fts_query
 from .model import PaperRecord
@@ -105,7 +105,7 @@ class Linker:
     @property
     def embedder(self):
         if self._embedder is None:
-            from ..embed import load_embedder
+            from ..embedding import load_embedder
 
             self._embedder = load_embedder(self.settings.embedding)
         return self._embedder

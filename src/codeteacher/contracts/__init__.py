@@ -1,0 +1,1 @@
+"""Contracts: the data models, errors, settings and file helpers every layer shares. Imports nothing of ours."""

@@ -1,0 +1,1 @@
+"""The bundled sample app (minipic) and the demo questions, shipped as package data."""

@@ -1,0 +1,1 @@
+"""Offline ingest: collect, parse, graph, entities, explanations, embedding stages and the atomic build."""

@@ -1,0 +1,199 @@
+"""Structure graph: files, modules (folders) and symbols, with include/call/owns/inherits edges.
+
+Resolution is conservative: an include resolves to a repository file only by path suffix; a
+call resolves by qualified name, else by unqualified name when the candidates can be narrowed
+to the same class, file or namespace, or are unique. Everything else is counted as unresolved,
+never guessed, because wrong edges mislead retrieval more than missing ones.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import PurePosixPath
+
+from ..contracts.models import Chunk, Edge, FileRecord, GraphNode, ProjectStructure
+
+SYMBOL_KINDS = {"function", "method", "constructor", "destructor", "operator", "class", "struct",
+                "union", "enum", "declaration"}
+CALLABLE = {"function", "method", "constructor", "destructor", "operator"}
+TYPE_KINDS = {"class", "struct", "union", "enum"}
+
+
+def file_node(path: str) -> str:
+    return f"file:{path}"
+
+
+def module_node(path: str) -> str:
+    return f"module:{path}"
+
+
+def sym_node(chunk_id: str) -> str:
+    return f"sym:{chunk_id}"
+
+
+def module_of(path: str) -> str:
+    parent = PurePosixPath(path).parent.as_posix()
+    return "" if parent == "." else parent
+
+
+def _strip_templates(name: str) -> str:
+    out, depth = [], 0
+    for ch in name:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out).strip()
+
+
+class IncludeResolver:
+    """Resolve `#include "a/b.h"` to repository files by path suffix, nearest folder first."""
+
+    def __init__(self, paths: list[str]):
+        self.by_name: dict[str, list[str]] = defaultdict(list)
+        for p in paths:
+            self.by_name[PurePosixPath(p).name].append(p)
+
+    def resolve(self, includer: str, target: str) -> str | None:
+        target = target.strip().lstrip("./")
+        cands = [p for p in self.by_name.get(PurePosixPath(target).name, [])
+                 if p == target or p.endswith("/" + target)]
+        if not cands:
+            return None
+        here = module_of(includer)
+        # Prefer the candidate sharing the longest folder prefix with the includer.
+        return max(cands, key=lambda p: (len(_common_prefix(module_of(p), here)), -len(p)))
+
+
+def _common_prefix(a: str, b: str) -> list[str]:
+    out = []
+    for x, y in zip(a.split("/"), b.split("/")):
+        if x != y:
+            break
+        out.append(x)
+    return out
+
+
+def build_structure(files: list[FileRecord], chunks: list[Chunk],
+                    includes: dict[str, list[str]]) -> ProjectStructure:
+    nodes: dict[str, GraphNode] = {}
+    edges: list[Edge] = []
+    seen_edges: set[tuple[str, str, str]] = set()
+
+    def edge(src: str, dst: str, typ: str) -> None:
+        key = (src, dst, typ)
+        if src != dst and key not in seen_edges:
+            seen_edges.add(key)
+            # (model_construct: ~10k edges per rebuild, built from validated chunks)
+            edges.append(Edge.model_construct(source=src, target=dst, type=typ))
+
+    # Files and the module tree.
+    for f in files:
+        nodes[file_node(f.path)] = GraphNode(id=file_node(f.path), type="file",
+                                             name=PurePosixPath(f.path).name, path=f.path)
+        mod = module_of(f.path)
+        edge(module_node(mod), file_node(f.path), "contains")
+        while True:
+            if module_node(mod) not in nodes:
+                nodes[module_node(mod)] = GraphNode(id=module_node(mod), type="module",
+                                                    name=PurePosixPath(mod).name or ".", path=mod)
+            if not mod:
+                break
+            parent = module_of(mod)
+            edge(module_node(parent), module_node(mod), "contains")
+            mod = parent
+
+    symbols = [c for c in chunks if c.kind in SYMBOL_KINDS]
+    by_qual: dict[str, list[Chunk]] = defaultdict(list)
+    by_name: dict[str, list[Chunk]] = defaultdict(list)
+    for c in symbols:
+        nodes[sym_node(c.id)] = GraphNode(id=sym_node(c.id), type="symbol", name=c.name,
+                                          path=c.path, kind=c.kind, qualified_name=c.qualified_name)
+        edge(file_node(c.path), sym_node(c.id), "owns")
+        if c.qualified_name:
+            by_qual[c.qualified_name].append(c)
+        by_name[c.name].append(c)
+
+    # Class -> member (also out-of-line definitions in other files).
+    types_by_qual = {q: [c for c in cs if c.kind in TYPE_KINDS] for q, cs in by_qual.items()}
+    types_by_name: dict[str, list[Chunk]] = defaultdict(list)
+    for c in symbols:
+        if c.kind in TYPE_KINDS:
+            types_by_name[c.name].append(c)
+    for c in symbols:
+        if not c.class_name or c.kind in TYPE_KINDS:
+            continue
+        owner_q = f"{c.namespace}::{c.class_name}" if c.namespace else c.class_name
+        owners = types_by_qual.get(owner_q) or types_by_name.get(c.class_name, [])
+        for owner in owners[:2]:
+            edge(sym_node(owner.id), sym_node(c.id), "owns")
+
+    # Inheritance.
+    for c in symbols:
+        for base in c.bases:
+            base_name = _strip_templates(base).split("::")[-1]
+            for target in types_by_name.get(base_name, [])[:2]:
+                if target.id != c.id:
+                    edge(sym_node(c.id), sym_node(target.id), "inherits")
+
+    # Includes.
+    resolver = IncludeResolver([f.path for f in files])
+    unresolved_includes = 0
+    for path, targets in includes.items():
+        for t in targets:
+            hit = resolver.resolve(path, t)
+            if hit:
+                edge(file_node(path), file_node(hit), "include")
+            else:
+                unresolved_includes += 1
+
+    # Calls.
+    definitions = {k: [c for c in v if c.kind in CALLABLE and not c.is_declaration]
+                   for k, v in by_name.items()}
+    qual_defs = {k: [c for c in v if c.kind in CALLABLE and not c.is_declaration]
+                 for k, v in by_qual.items()}
+    unresolved_calls = 0
+    for c in chunks:
+        if c.kind not in CALLABLE and c.kind != "function_part":
+            continue
+        caller = sym_node(c.parent_id if c.kind == "function_part" and c.parent_id else c.id)
+        for raw in c.calls:
+            targets = _resolve_call(_strip_templates(raw), c, definitions, qual_defs)
+            if not targets:
+                unresolved_calls += 1
+            for t in targets:
+                edge(caller, sym_node(t.id), "call")
+
+    counts: dict[str, int] = defaultdict(int)
+    for n in nodes.values():
+        counts[f"nodes.{n.type}"] += 1
+    for e in edges:
+        counts[f"edges.{e.type}"] += 1
+    return ProjectStructure(nodes=list(nodes.values()), edges=edges, counts=dict(counts),
+                            unresolved_calls=unresolved_calls,
+                            unresolved_includes=unresolved_includes)
+
+
+def _resolve_call(name: str, caller: Chunk, definitions: dict[str, list[Chunk]],
+                  qual_defs: dict[str, list[Chunk]]) -> list[Chunk]:
+    if not name:
+        return []
+    if "::" in name:
+        exact = qual_defs.get(name) or [c for c in definitions.get(name.split("::")[-1], [])
+                                        if c.qualified_name.endswith("::" + name)]
+        if exact:
+            return exact[:3]
+        name = name.split("::")[-1]
+    cands = definitions.get(name, [])
+    if len(cands) <= 1:
+        return cands
+    for narrow in (
+        lambda c: caller.class_name and c.class_name == caller.class_name,
+        lambda c: c.path == caller.path,
+        lambda c: caller.namespace and c.namespace == caller.namespace and not c.class_name,
+    ):
+        picked = [c for c in cands if narrow(c)]
+        if picked:
+            return picked[:3]
+    return []  # ambiguous: counted as unresolved rather than invented

@@ -1,0 +1,1 @@
+"""Parsers: tree-sitter C/C++/CUDA chunks (cpp) and doc, build and script texts (text)."""

@@ -1,0 +1,1 @@
+"""Online retrieval: query analysis, intent routing, candidates, rerank, graph expansion, selection, context."""

@@ -1,0 +1,120 @@
+"""Query analysis: which files, symbols and folders of *this* index a question names.
+
+Everything is matched against the index's own file list and symbol table, never against a
+word list about some codebase, so it works for any repository.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from pydantic import BaseModel, Field
+
+from ..index.lexical import STOP, acronyms, tokenize
+from ..index.store import IndexStore
+
+_FILEISH = re.compile(r"[\w][\w./+-]*\.[A-Za-z][A-Za-z0-9]{0,5}\b")
+_IDENT = re.compile(r"`([^`]+)`|([A-Za-z_~][A-Za-z0-9_]*(?:::[A-Za-z_~][A-Za-z0-9_]*)*)(\s*\()?")
+_CODE_EXT = (".h", ".hh", ".hpp", ".hxx", ".cpp", ".cc", ".cxx", ".c", ".cu", ".cuh", ".tpp",
+             ".inl", ".ipp", ".tcc")
+
+
+class QueryAnalysis(BaseModel):
+    question: str
+    tokens: list[str]
+    files: list[str] = Field(default_factory=list)  # repository paths named (with siblings)
+    named_files: list[str] = Field(default_factory=list)  # the ones literally named
+    stem_files: list[str] = Field(default_factory=list)  # named by stem ("mpiP" -> mpiP.py)
+    symbols: dict[str, float] = Field(default_factory=dict)  # symbol -> confidence (0..1]
+    modules: list[str] = Field(default_factory=list)
+    intent: str = ""  # set by routing
+    profile: str = ""  # expansion profile chosen by the intent
+    wanted: list[str] = Field(default_factory=list)  # requested entity types
+
+
+def _strong_identifier(word: str, backticked: bool, called: bool) -> bool:
+    """Identifier-shaped words (CamelCase, snake_case, qualified, called, quoted). An
+    all-capitals word is not: prose uses acronyms ("the FFT solver") for concepts."""
+    if backticked or called or "::" in word or "_" in word.strip("_"):
+        return True
+    return not word.isupper() and any(ch.isupper() for ch in word[1:])
+
+
+def _siblings(store: IndexStore, path: str) -> list[str]:
+    pp = PurePosixPath(path)
+    if pp.suffix.lower() not in _CODE_EXT:
+        return []
+    same_dir = [p for p in store.by_stem.get(pp.stem.lower(), [])
+                if p != path and PurePosixPath(p).parent == pp.parent
+                and PurePosixPath(p).suffix.lower() in _CODE_EXT]
+    return same_dir
+
+
+def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float = 0.1
+            ) -> QueryAnalysis:
+    tokens = tokenize(question)
+    tokens += [a for a in acronyms(question, store.lexical.vocab) if a not in tokens]
+    qa = QueryAnalysis(question=question, tokens=tokens)
+    files: list[str] = []
+    for m in _FILEISH.finditer(question):
+        word = m.group(0).strip("./")
+        hits = [p for p in store.manifest.files if p == word or p.endswith("/" + word)]
+        if not hits:
+            base = PurePosixPath(word).name
+            hits = store.by_basename.get(base) or store.by_basename.get(base.lower()) or []
+        for h in hits:
+            if h not in qa.named_files:
+                qa.named_files.append(h)
+    # Extensionless files named in capitals (INSTALL, README) or exactly by base name.
+    for word in re.findall(r"\b[A-Za-z][A-Za-z0-9_-]{2,}\b", question):
+        if "." not in word and (word.isupper() or word in store.by_basename):
+            for h in store.by_basename.get(word, []):
+                if h not in qa.named_files:
+                    qa.named_files.append(h)
+    # An identifier-shaped word equal to a file's stem ("mpiP" -> scripts/mpiP.py) names that
+    # file too, less surely than "mpiP.py" would.
+    for m in re.finditer(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b", question):
+        word = m.group(0)
+        if _strong_identifier(word, False, False):
+            for p in store.by_stem.get(word.lower(), []):
+                if PurePosixPath(p).stem == word and p not in qa.named_files \
+                        and p not in qa.stem_files:
+                    qa.stem_files.append(p)
+    for p in qa.named_files:
+        files.append(p)
+        files.extend(s for s in _siblings(store, p) if s not in files)
+    files.extend(qa.stem_files)
+    qa.files = list(dict.fromkeys(files))
+
+    for m in _IDENT.finditer(question):
+        quoted, word, call = m.group(1), m.group(2), m.group(3)
+        word = (quoted or word or "").strip().rstrip("()")
+        if not word or word.lower() in STOP or len(word) < 3:
+            continue
+        if "." in word and not quoted:
+            continue
+        candidates = [word, word.split("::")[-1]] if "::" in word else [word]
+        for cand in candidates:
+            defs = store.by_symbol.get(cand)
+            if not defs:
+                continue
+            if _strong_identifier(word, bool(quoted), bool(call)):  # judged as written
+                qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), 1.0)
+            elif cand.isupper() and len(cand) >= 2:
+                qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), acronym)
+            elif len(defs) <= 8 and len(cand) >= 5:
+                # A plain lower-case word ("charge") is usually English, not a code reference.
+                qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), weak)
+            break
+
+    lowered = question.lower()
+    for module in store.modules:
+        if not module or module == ".":
+            continue
+        name = PurePosixPath(module).name.lower()
+        if len(name) >= 3 and ("/" in module and module.lower() in lowered or
+                               re.search(rf"\b{re.escape(name)}(/|\b)", lowered) and
+                               ("folder" in lowered or "module" in lowered or "directory"
+                                in lowered or module.lower() + "/" in lowered)):
+            qa.modules.append(module)
+    return qa

@@ -1,0 +1,171 @@
+"""Metadata reranker (and the optional cross-encoder) over fused retrieval candidates.
+
+Features are generic facts about a chunk (its name, path, kind, scope, comments, calls) set
+against the question's words and routed intent; weights and their reasons are in
+`retrieval_settings.RerankWeights`.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+from ..contracts.models import Chunk
+from ..contracts.settings.retrieval import (
+    CrossEncoderSettings,
+    IntentRule,
+    RerankSettings,
+)
+from ..index.lexical import STOP, split_identifier, tokenize
+from ..index.lexical import stem as light_stem
+
+HEADER_EXT = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".tpp", ".ipp"}
+SOURCE_EXT = {".c", ".cc", ".cpp", ".cxx", ".cu"}
+ENTITY_KINDS_FOR = {
+    "function": {"function", "method", "constructor", "destructor", "operator", "function_part"},
+    "class": {"class", "struct", "union", "enum"},
+    "file": {"file"},
+    "module": {"module"},
+    "call_chain": {"call_chain"},
+    "documentation": {"doc_section"},
+    "build": {"build"},
+    "test": set(),
+}
+CODE = {"function", "method", "constructor", "destructor", "operator", "function_part", "class",
+        "struct", "union", "enum", "declaration"}
+
+
+@lru_cache(maxsize=20000)
+def _name_parts(name: str) -> frozenset[str]:
+    stem = PurePosixPath(name).stem if "." in name and " " not in name else name
+    parts = set()
+    for word in stem.replace("::", " ").replace("/", " ").split():
+        parts.update(light_stem(p) for p in split_identifier(word) if len(p) > 1 and p not in STOP)
+    return frozenset(parts)
+
+
+@lru_cache(maxsize=20000)
+def _path_parts(path: str) -> frozenset[str]:
+    return frozenset(tokenize(path.replace("/", " ").replace(".", " ")))
+
+
+def component(path: str) -> str:
+    """A header and its implementation file (same folder and stem) are one unit."""
+    p = PurePosixPath(path)
+    return str(p.with_suffix("")) if p.suffix.lower() in HEADER_EXT | SOURCE_EXT else path
+
+
+def low_signal(c: Chunk, trivial_lines: int) -> bool:
+    if c.kind == "declaration" or c.is_declaration:
+        return True
+    if c.kind in CODE and not c.comment and not c.explanation:
+        if c.end_line - c.start_line + 1 <= trivial_lines:
+            return True
+        if c.kind in ("class", "struct") and not c.members:
+            return True  # forward declaration or empty tag
+    lines = [ln for ln in c.text.splitlines() if ln.strip()]
+    if lines and sum(ln.lstrip().startswith("#include") for ln in lines) > 0.6 * len(lines):
+        return True
+    return False
+
+
+def _owner_and_name(c: Chunk) -> str:
+    """Name parts that identify a chunk: its name plus its class (for members)."""
+    base = c.name or c.path
+    return f"{c.class_name} {base}" if c.class_name and c.class_name != c.name else base
+
+
+def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
+             wanted: list[str], same_file: int, trivial_lines: int, idf) -> dict[str, float]:
+    f: dict[str, float] = {}
+    q_mass = sum(idf(t) for t in qset) or 1.0
+    parts = _name_parts(_owner_and_name(c))
+    matched = parts & qset
+    if matched:
+        # Rare words count more than common ones: "conjugate" says more than "solver".
+        m = sum(idf(p) for p in matched)
+        precision = m / sum(idf(p) for p in parts)
+        coverage = min(1.0, m / q_mass)
+        f["name_match"] = round((precision * coverage) ** 0.5, 3)
+    path_hit = _path_parts(c.path) & qset
+    if path_hit:
+        f["path_match"] = round(min(1.0, sum(idf(t) for t in path_hit) / q_mass), 3)
+    kinds = set(rule.prefer_kinds) if rule else set()
+    for w in wanted:
+        kinds |= ENTITY_KINDS_FOR.get(w, set())
+    if c.kind in kinds:
+        f["level_match"] = 1.0
+    if c.comment or c.explanation:
+        f["documented"] = 1.0
+    if same_file:
+        f["file_support"] = float(min(3, same_file))
+    if intent in ("data_flow", "workflow") and (c.kind == "call_chain" or len(c.calls) >= 3):
+        f["flow_cue"] = 1.0
+    if intent == "api_usage" and PurePosixPath(c.path).suffix.lower() in HEADER_EXT and c.comment:
+        f["api_cue"] = 1.0
+    if low_signal(c, trivial_lines):
+        f["low_signal"] = 1.0
+    allowed = set(rule.allow_scopes) if rule else set()
+    if "test" in wanted:
+        allowed.add("test")
+    if "build" in wanted:
+        allowed.add("build")
+    if c.scope in ("test", "build", "example") and c.scope not in allowed:
+        f["off_scope"] = 1.0
+    return f
+
+
+def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
+           rule: IntentRule | None, intent: str, wanted: list[str],
+           settings: RerankSettings, idf=lambda t: 1.0) -> None:
+    """Adjust `score` of the first `top_n` candidates in place; record features in `why`."""
+    top = cands[: settings.top_n]
+    qset = {light_stem(t) for t in question_tokens if t not in STOP}
+    # Support is counted per component: a header and its implementation file (same folder and
+    # stem, e.g. X.h / X.hpp / X.cpp) are one unit of C++ code.
+    per_file = Counter(component(records[c.idx].path) for c in top)
+    w = settings.weights.model_dump()
+    for c in top:
+        r = records[c.idx]
+        feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
+                         settings.trivial_lines, idf)
+        delta = sum(w[name] * value for name, value in feats.items())
+        c.score_before = c.score
+        c.score += delta
+        if feats:
+            c.why.append("rerank " + ", ".join(f"{k}{'' if v == 1 else f'={v:.2f}'}"
+                                               for k, v in feats.items()))
+
+
+_CE = {}
+
+
+def cross_encode(cands: list, records: list[Chunk], question: str,
+                 settings: CrossEncoderSettings) -> None:
+    """Optional cross-encoder pass over the top candidates (off unless a model path is set)."""
+    if not settings.model:
+        return
+    import math
+
+    from sentence_transformers import CrossEncoder
+
+    from ..contracts.errors import UserError
+
+    if settings.model not in _CE:
+        try:
+            _CE[settings.model] = CrossEncoder(settings.model, device=settings.device,
+                                               local_files_only=True)
+        except Exception as exc:  # noqa: BLE001 - any load failure is a configuration problem
+            raise UserError(f"cannot load cross-encoder '{settings.model}': {exc}") from None
+    model = _CE[settings.model]
+    top = cands[: settings.top_n]
+    pairs = [(question, _ce_text(records[c.idx])) for c in top]
+    for c, s in zip(top, model.predict(pairs, show_progress_bar=False)):
+        prob = 1 / (1 + math.exp(-float(s)))
+        c.score += settings.weight * prob
+        c.why.append(f"cross-encoder {prob:.2f}")
+
+
+def _ce_text(c: Chunk) -> str:
+    head = f"{c.path} {c.kind} {c.qualified_name or c.name}\n{c.comment}\n"
+    return head + c.text[:1200]

@@ -1,0 +1,34 @@
+"""Intent routing: which kind of question this is, which entity types it asks for, and so which
+expansion profile and reranking preferences apply. Rules live in settings (`routing`)."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..contracts.settings.retrieval import RoutingSettings
+from .query import QueryAnalysis
+
+
+@lru_cache(maxsize=256)
+def _compile(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
+
+
+def classify(qa: QueryAnalysis, settings: RoutingSettings) -> tuple[str, str, list[str]]:
+    """(intent, expansion profile, requested entity types)."""
+    text = qa.question.lower().strip()
+    wanted = [t for t, pat in settings.entity_cues.items() if _compile(pat).search(text)]
+    if not settings.enabled:
+        return settings.default_intent, settings.default_profile, wanted
+    for name, rule in settings.intents.items():
+        if any(_compile(c).search(text) for c in rule.cues):
+            # A named file with a generic "what does ... do" is a file-purpose question.
+            if name == "symbol_explanation" and qa.named_files and not qa.symbols:
+                name = "file_purpose"
+                rule = settings.intents.get(name, rule)
+            return name, rule.profile, wanted
+    if qa.named_files:
+        rule = settings.intents.get("file_purpose")
+        if rule:
+            return "file_purpose", rule.profile, wanted
+    return settings.default_intent, settings.default_profile, wanted

@@ -1,0 +1,251 @@
+"""Hybrid retrieval: dense (FAISS) + lexical (BM25) fused by reciprocal rank, plus exact
+lookups of the files and symbols a question names and a search scoped to those files.
+
+Every result carries the reasons it was picked (`why`), which `ask --explain` and the JSON
+output show, so a surprising answer can be traced to its cause.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..contracts.models import SearchHit
+from ..contracts.settings import Settings
+from ..index.store import IndexStore
+from .query import QueryAnalysis, analyze
+
+
+@dataclass
+class Candidate:
+    idx: int
+    score: float = 0.0
+    why: list[str] = field(default_factory=list)
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
+    fused: float = 0.0
+    score_before: float | None = None  # before rerank
+    evidence_class: str = "primary"
+
+
+@dataclass
+class Trace:
+    """What happened during one retrieval, for --explain and for evaluation."""
+
+    analysis: QueryAnalysis | None = None
+    rows: list[dict] = field(default_factory=list)  # candidates, best first, with scores
+    expansions: list[dict] = field(default_factory=list)
+    filtered: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _top(scores: np.ndarray, k: int) -> list[int]:
+    k = min(k, len(scores))
+    if k <= 0:
+        return []
+    part = np.argpartition(-scores, k - 1)[:k]
+    return [int(i) for i in part[np.argsort(-scores[part])] if scores[i] > 0]
+
+
+def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
+                      settings: Settings, allowed: np.ndarray | None = None
+                      ) -> dict[int, Candidate]:
+    rs = settings.retrieval
+    cands: dict[int, Candidate] = {}
+
+    def get(i: int) -> Candidate:
+        return cands.setdefault(i, Candidate(idx=i))
+
+    # Dense: one FAISS search (exact inner product on normalised vectors).
+    n_dense = rs.dense_k if allowed is None else min(len(store.records), rs.dense_k * 8)
+    sims, ids = store.faiss.search(qvec.reshape(1, -1), min(n_dense, len(store.records)))
+    rank = 0
+    for i in ids[0]:
+        if i < 0 or (allowed is not None and not allowed[i]):
+            continue
+        c = get(int(i))
+        c.dense_rank = rank
+        c.fused += 1.0 / (rs.rrf_k + rank + 1)
+        c.why.append(f"dense #{rank + 1}")
+        rank += 1
+        if rank >= rs.dense_k:
+            break
+    # Lexical: BM25 over identifier-aware tokens.
+    lex = store.lexical.scores(qa.tokens)
+    if allowed is not None:
+        lex = np.where(allowed, lex, 0.0)
+    for rank, i in enumerate(_top(lex, rs.lexical_k)):
+        c = get(i)
+        c.lexical_rank = rank
+        c.fused += 1.0 / (rs.rrf_k + rank + 1)
+        c.why.append(f"bm25 #{rank + 1}")
+
+    # Exact file lookups: the file's entity, plus its best chunks by similarity (file-scoped).
+    for path in qa.files:
+        if path in qa.named_files:
+            factor, reason = 1.0, "file named in question"
+        elif path in qa.stem_files:
+            factor, reason = rs.stem_file_factor, "file named by its stem"
+        else:
+            factor, reason = rs.sibling_file_factor, "sibling of a named file"
+        bonus = rs.exact_file_bonus * factor
+        fi = store.file_record_index(path)
+        if fi is not None and (allowed is None or allowed[fi]):
+            c = get(fi)
+            c.fused += bonus
+            c.why.append(reason)
+        members = [i for i in store.by_path.get(path, [])
+                   if store.records[i].kind not in ("file",) and (allowed is None or allowed[i])]
+        if members:
+            local = np.asarray(store.vectors[members]) @ qvec + 0.02 * lex[members]
+            for j in np.argsort(-local)[:rs.file_scoped_k]:
+                c = get(members[int(j)])
+                c.fused += bonus * 0.8
+                c.why.append("best match inside named file")
+    # Exact symbol lookups: definitions outrank declarations; a class's constructors share
+    # its name but are not what "the class X" refers to, so they get a fraction.
+    mentions_ctor = any(w in qa.question.lower() for w in ("constructor", "destructor"))
+    for sym, conf in qa.symbols.items():
+        defs = store.by_symbol.get(sym, [])
+        for i in defs[:12]:
+            if allowed is not None and not allowed[i]:
+                continue
+            r = store.records[i]
+            weight = conf * (0.6 if r.is_declaration or r.kind == "declaration" else 1.0)
+            if r.kind == "function_part":
+                weight *= 0.5
+            if r.kind in ("constructor", "destructor") and not mentions_ctor:
+                weight *= 0.3
+            c = get(i)
+            c.fused += rs.exact_symbol_bonus * weight
+            c.why.append(f"symbol '{sym}' named")
+    for module in qa.modules:
+        mi = store.modules.get(module)
+        if mi is not None and (allowed is None or allowed[mi]):
+            c = get(mi)
+            c.fused += rs.exact_file_bonus * 0.8
+            c.why.append("folder named in question")
+    for c in cands.values():
+        c.score = c.fused
+    return cands
+
+
+def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int,
+           same_file_penalty: float = 0.0) -> list[Candidate]:
+    """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
+    `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
+    that distinct relevant files surface before a third chunk of the same file."""
+    chosen: list[Candidate] = []
+    seen_ranges: set[tuple] = set()
+    chosen_ids: set[str] = set()
+    per_file: dict[str, int] = defaultdict(int)
+    pool = list(ranked[: max(4 * k, 40)])
+    while pool and len(chosen) < k:
+        best, best_score = None, None
+        for c in pool:
+            r = store.records[c.idx]
+            eff = c.score - same_file_penalty * per_file[r.path]
+            if best_score is None or eff > best_score:
+                best, best_score = c, eff
+        pool.remove(best)
+        r = store.records[best.idx]
+        if r.kind == "file" and per_file[r.path] + 1 >= max_per_file:
+            # The file's last slot: show the file through its best own chunk in the pool (a
+            # symbol with exact lines says more than the whole file's summary).
+            inner = [c for c in pool if store.records[c.idx].path == r.path
+                     and store.records[c.idx].kind not in ("file", "call_chain")]
+            if inner:
+                pool.append(best)
+                best = max(inner, key=lambda c: c.score)
+                pool.remove(best)
+                r = store.records[best.idx]
+        # A call-chain entity spans its root function's lines but says something else.
+        key = (r.path, r.start_line, r.end_line, r.kind == "call_chain")
+        if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
+                or per_file[r.path] >= max_per_file:
+            continue
+        seen_ranges.add(key)
+        chosen_ids.add(r.id)
+        per_file[r.path] += 1
+        chosen.append(best)
+    return chosen
+
+
+def allowed_mask(store: IndexStore, kinds: list[str] | None, paths: list[str] | None
+                 ) -> np.ndarray | None:
+    if not kinds and not paths:
+        return None
+    mask = np.ones(len(store.records), dtype=bool)
+    if kinds:
+        ks = set(kinds)
+        mask &= np.array([r.kind in ks for r in store.records])
+    if paths:
+        prefixes = tuple(p.strip("/") for p in paths)
+        mask &= np.array([r.path in prefixes or r.path.startswith(tuple(p + "/" for p in prefixes))
+                          for r in store.records])
+    return mask
+
+
+def search(store: IndexStore, embedder, question: str, settings: Settings, k: int | None = None,
+           kinds: list[str] | None = None, paths: list[str] | None = None,
+           trace: Trace | None = None) -> list[SearchHit]:
+    from .context import filter_context
+    from .expand import expand
+    from .rerank import cross_encode, rerank
+    from .routing import classify
+
+    k = k or settings.retrieval.k
+    qa = analyze(question, store, settings.retrieval.weak_symbol_confidence,
+                 settings.retrieval.acronym_symbol_confidence)
+    qa.intent, qa.profile, qa.wanted = classify(qa, settings.routing)
+    rule = settings.routing.intents.get(qa.intent) if settings.routing.enabled else None
+    qvec = embedder.embed([question])[0]
+    allowed = allowed_mask(store, kinds, paths)
+    cands = gather_candidates(store, qvec, qa, settings, allowed)
+    ranked = sorted(cands.values(), key=lambda c: -c.score)
+    if settings.rerank.enabled:
+        rerank(ranked, store.records, qa.tokens, rule, qa.intent, qa.wanted, settings.rerank,
+               store.lexical.idf)
+        ranked.sort(key=lambda c: -c.score)
+    if settings.cross_encoder.model:
+        cross_encode(ranked, store.records, question, settings.cross_encoder)
+        ranked.sort(key=lambda c: -c.score)
+    added = []
+    if settings.expansion.enabled and allowed is None:
+        added = expand(store, cands, ranked, qvec, qa.profile, settings.expansion,
+                       lambda i: Candidate(idx=i))
+        ranked = sorted(cands.values(), key=lambda c: -c.score)
+    # Select generously, then let the context filter drop what stronger chunks already carry.
+    per_file = (rule.max_per_file if rule and rule.max_per_file
+                else settings.retrieval.max_per_file)
+    pool = select(store, ranked, k * 2, per_file, settings.retrieval.same_file_penalty)
+    dropped: list[tuple[int, str]] = []
+    if settings.context_filter.enabled:
+        keep, dropped = filter_context([store.records[c.idx] for c in pool],
+                                       settings.context_filter, settings.rerank.trivial_lines)
+        chosen = [pool[i] for i in keep][:k]
+    else:
+        chosen = pool[:k]
+    if trace is not None:
+        _fill_trace(trace, store, qa, ranked, added, [(pool[i], why) for i, why in dropped])
+    return [SearchHit(chunk=store.records[c.idx], score=round(c.score, 5), why=c.why,
+                      evidence_class=c.evidence_class) for c in chosen]
+
+
+def _fill_trace(trace: Trace, store: IndexStore, qa: QueryAnalysis, ranked: list[Candidate],
+                added: list, dropped: list) -> None:
+    trace.analysis = qa
+    for c in ranked[:60]:
+        r = store.records[c.idx]
+        trace.rows.append({
+            "chunk_id": r.id, "path": r.path, "start_line": r.start_line,
+            "end_line": r.end_line, "symbol": r.qualified_name or r.name, "kind": r.kind,
+            "dense_rank": c.dense_rank, "lexical_rank": c.lexical_rank,
+            "score_before": c.score_before if c.score_before is not None else c.fused,
+            "score": c.score, "class": c.evidence_class, "why": list(c.why)})
+    for i, relation, seed in added:
+        r = store.records[i]
+        trace.expansions.append({"chunk_id": r.id, "relation": relation, "seed": seed})
+    for c, why in dropped:
+        trace.filtered.append({"chunk_id": store.records[c.idx].id, "reason": why})

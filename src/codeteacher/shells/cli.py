@@ -1,0 +1,411 @@
+"""Command-line shells: `codeteacher` (admin) and `ask`. Rendering happens here only."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..contracts.errors import UserError
+
+# The sample app and its demo questions ship inside the package, so `pip install .` can run the demo.
+DEMO_FILE = Path(__file__).resolve().parents[1] / "demo" / "demo.json"
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _settings(args):
+    from ..contracts.settings import load_settings
+
+    return load_settings(getattr(args, "settings", None))
+
+
+# ---- index / demo ------------------------------------------------------------------------------
+
+def _render_build(report) -> None:
+    from rich.table import Table
+
+    con = _console()
+    if report.up_to_date:
+        con.print(f"index '{report.name}' → {report.out}: up to date ({report.files} files "
+                  f"unchanged, {report.reused_vectors} records kept; "
+                  f"{sum(report.stage_seconds.values()):.2f} s)")
+        return
+    t = Table(title=f"index '{report.name}' → {report.out}", show_lines=False)
+    t.add_column("what")
+    t.add_column("count / seconds", justify="right")
+    t.add_row("files", str(report.files))
+    for reason, n in sorted(report.skipped.items()):
+        t.add_row(f"  skipped: {reason}", str(n))
+    t.add_row("files parsed / reused", f"{report.parsed} / {report.reused_files}")
+    for kind, n in sorted(report.chunks_by_kind.items(), key=lambda kv: -kv[1]):
+        t.add_row(f"chunks: {kind}", str(n))
+    for typ, n in sorted(report.edges_by_type.items()):
+        t.add_row(f"edges: {typ}", str(n))
+    t.add_row("unresolved calls / includes",
+              f"{report.unresolved_calls} / {report.unresolved_includes}")
+    t.add_row("vectors embedded / reused", f"{report.embedded} / {report.reused_vectors}")
+    for k, v in report.explanations.items():
+        if isinstance(v, (int, float)):
+            t.add_row(f"explanations: {k}", str(v))
+    for stage, sec in report.stage_seconds.items():
+        t.add_row(f"seconds: {stage}", f"{sec:.2f}")
+    t.add_row("seconds: total", f"{sum(report.stage_seconds.values()):.2f}")
+    con.print(t)
+
+
+def cmd_index(args) -> int:
+    from ..ingest.build import build_index
+
+    settings = _settings(args)
+    if args.watch is not None and args.watch <= 0:
+        raise UserError("--watch needs a positive number of seconds")
+
+    report = build_index(args.path, out=args.out, name=args.name, settings=settings,
+                         progress=not args.quiet, include=args.include, exclude=args.exclude)
+    if args.json:
+        print(report.model_dump_json(indent=None if args.watch else 1), flush=True)
+    else:
+        _render_build(report)
+    if args.watch is None:
+        return 0
+    # Watch mode: one process keeps the models loaded, so an edit costs only the incremental
+    # rebuild; an unchanged tree costs a directory walk (build_index's up-to-date check).
+    import time
+
+    say = _console(stderr=args.json).print  # with --json, stdout holds only the reports
+    say(f"watching {args.path} every {args.watch:g} s (Ctrl-C stops)")
+    try:
+        while True:
+            time.sleep(args.watch)
+            start = time.perf_counter()
+            report = build_index(args.path, out=args.out, name=args.name, settings=settings,
+                                 include=args.include, exclude=args.exclude)
+            if not report.up_to_date:
+                if args.json:
+                    print(report.model_dump_json(), flush=True)
+                else:
+                    say(f"{time.strftime('%H:%M:%S')} updated: {report.parsed} file(s) parsed, "
+                        f"{report.embedded} vector(s) embedded in "
+                        f"{time.perf_counter() - start:.2f} s")
+    except KeyboardInterrupt:
+        say("stopped watching; the index is complete")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from ..api import Engine
+    from ..ingest.build import build_index
+
+    if not DEMO_FILE.is_file():
+        raise UserError(f"demo definition not found: {DEMO_FILE}")
+    demo = json.loads(DEMO_FILE.read_text())
+    repo = DEMO_FILE.parent / demo["repo"]
+    out = Path(args.out or Path("embeddings") / demo["name"])
+    settings = _settings(args)
+    report = build_index(repo, out=out, name=demo["name"], settings=settings, progress=True)
+    _render_build(report)
+    if demo.get("papers"):
+        # The sample app ships its reference list: a local library, then code-paper links.
+        from ..papers.api import import_files
+        from ..papers.linking import build_paper_links
+
+        library = out.parent / f"{demo['name']}-papers.sqlite"
+        import_files([str(DEMO_FILE.parent / demo["papers"])], library=str(library),
+                     settings=settings)
+        links = build_paper_links(out, library, settings)
+        print(f"paper links: {links.entities_linked} entities linked to {links.papers_in_library}"
+              f" papers ({links.citations_resolved}/{links.citations_found} citations resolved)")
+    engine = Engine.load(out, settings)
+    for q in demo["questions"][: args.questions]:
+        _print_answer(engine.ask(q))
+    print(f"\nindex: {out}   try: ask \"...\" --index {out}")
+    return 0
+
+
+# ---- ask -------------------------------------------------------------------------------------------
+
+def _print_answer(result, explain_trace=None) -> None:
+    from rich.text import Text
+
+    con = _console()
+    # Questions and answers quote code (`data[i]`, `[[nodiscard]]`): never read them as markup.
+    con.print(Text.assemble(("Q:", "bold"), " ", result.question))
+    con.print(Text.assemble(("Answer:", "bold"), " ", result.answer))
+    con.print("[bold]Evidence:[/bold]")
+    for e in result.evidence:
+        con.print(f"- {e.path}:{e.start_line}-{e.end_line} — {e.symbol} — {e.description}",
+                  markup=False)
+    if result.papers:
+        con.print("[bold]Papers:[/bold]")
+        for p in result.papers:
+            ref = p.doi and f"doi:{p.doi}" or p.url or ""
+            con.print(f"- {p.title} ({p.year}) {ref}", markup=False)
+    if explain_trace is not None:
+        from .trace_view import render_trace
+
+        render_trace(con, explain_trace, result)
+    con.print()
+
+
+def _default_index() -> str:
+    env = os.environ.get("CODETEACHER_INDEX")
+    if env:
+        return env
+    root = Path("embeddings")
+    found = [p.parent for p in root.glob("*/manifest.json")] if root.is_dir() else []
+    if len(found) == 1:
+        return str(found[0])
+    raise UserError("no --index given (set CODETEACHER_INDEX, or build one with "
+                    "`codeteacher index PATH`)")
+
+
+def _load_questions(path: str) -> list[dict]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"question file not found: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"question file {path} is not valid JSON: {exc}") from None
+    qs = data.get("questions") if isinstance(data, dict) else None
+    if not isinstance(qs, list) or not all(isinstance(q, dict) and isinstance(q.get("question"), str)
+                                           and q.get("id") is not None for q in qs):
+        raise UserError(f"question file {path} must look like "
+                        '{"questions": [{"id": ..., "question": "..."}]}')
+    return qs
+
+
+def cmd_ask(args) -> int:
+    from ..api import Engine
+    from ..retrieval.search import Trace
+
+    if not args.question and not args.questions:
+        raise UserError("give a QUESTION or --questions FILE")
+    questions = _load_questions(args.questions) if args.questions else None
+    engine = Engine.load(args.index or _default_index(), _settings(args))
+    if questions is not None:
+        for q in questions:
+            res = engine.ask(q["question"], k=args.k)
+            print(json.dumps({"id": q["id"], **res.to_json_dict()}, ensure_ascii=False))
+            sys.stdout.flush()
+        return 0
+    question = " ".join(args.question)
+    trace = Trace() if args.explain else None
+    result = engine.ask(question, k=args.k, trace=trace)
+    if args.json:
+        print(json.dumps(result.to_json_dict(), ensure_ascii=False, indent=1))
+    else:
+        _print_answer(result, trace)
+    return 0
+
+
+def _add_ask_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("question", nargs="*", help="the question")
+    p.add_argument("--index", help="index folder (default: $CODETEACHER_INDEX or the only "
+                   "index under ./embeddings)")
+    p.add_argument("-k", type=int, default=None, help="evidence items")
+    p.add_argument("--json", action="store_true", help="one JSON object")
+    p.add_argument("--questions", help="batch mode: a question file "
+                   '({"questions": [{"id", "question"}]}); prints JSON lines')
+    p.add_argument("--explain", action="store_true", help="print the retrieval trace")
+    p.add_argument("--settings", help="runtime_settings.json to use")
+    p.set_defaults(func=cmd_ask)
+
+
+# ---- stages ------------------------------------------------------------------------------------
+
+def cmd_stage(args) -> int:
+    s = _settings(args)
+    P = Path
+    if args.stage in ("explain", "merge-explanations"):
+        return _stage_explain(args, s)
+    # (imported here: the explain stages run on GPU nodes that need no FAISS or tree-sitter)
+    from ..ingest import stages as st
+
+    if args.stage == "collect":
+        st.stage_collect(P(args.repo), P(args.out), s, include=args.include, exclude=args.exclude)
+    elif args.stage == "parse":
+        st.stage_parse(P(args.files), P(args.out), s, cache=_cache(args.cache))
+    elif args.stage == "graph":
+        st.stage_graph(P(args.files), P(args.chunks), P(args.out))
+    elif args.stage == "entities":
+        st.stage_entities(P(args.files), P(args.chunks), P(args.structure), P(args.out))
+    elif args.stage == "embed":
+        st.stage_embed(P(args.chunks), P(args.entities), P(args.out), s,
+                       explanations_path=P(args.explanations) if args.explanations else None,
+                       cache=_cache(args.cache))
+    elif args.stage == "index":
+        _stage_index(P(args.work), P(args.out), s, args.name)
+    return 0
+
+
+def _stage_explain(args, s) -> int:
+    from ..ingest.explain import explain_stage, merge_explanations
+
+    P = Path
+    if args.stage == "explain":
+        report = explain_stage(P(args.chunks), P(args.entities), P(args.structure), P(args.out),
+                               s, shard=args.shard, of=args.of,
+                               cache=_cache(args.cache, "explanations.jsonl"))
+    else:
+        report = merge_explanations([P(x) for x in args.shards], P(args.out), s,
+                                    chunks=P(args.chunks) if args.chunks else None,
+                                    entities=P(args.entities) if args.entities else None,
+                                    structure=P(args.structure) if args.structure else None,
+                                    cache=_cache(args.cache, "explanations.jsonl"))
+    print(report.model_dump_json(), file=sys.stderr)
+    return 0
+
+
+def _cache(path: str | None, file: str | None = None):
+    if not path:
+        return None
+    p = Path(path)
+    if file:
+        return p / file if p.is_dir() else p
+    return p if p.is_dir() else None
+
+
+def _stage_index(work: Path, out: Path, settings, name: str | None) -> None:
+    """Assemble an index folder from stage files, then swap it in atomically."""
+    import shutil
+
+    from ..ingest import stages as st
+    from ..ingest.build import _check_output, swap_in
+
+    _check_output(out)
+    tmp = out.parent / f".{out.name}.building-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        for f in (st.FILES, st.CHUNKS, st.FACTS, st.STRUCTURE, st.ENTITIES, st.EXPLANATIONS,
+                  st.RECORDS, st.VECTORS, st.VECTOR_KEYS):
+            src = work / f
+            if not src.is_file():
+                src = work / "embedded" / f
+            if src.is_file():
+                shutil.copy2(src, tmp / f)
+        st.stage_index(tmp, tmp, settings, name or out.parent.name)
+        swap_in(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _add_stage_parser(sub) -> None:
+    p = sub.add_parser("stage", help="run one pipeline stage (used by the Snakemake workflow)")
+    ss = p.add_subparsers(dest="stage", required=True)
+
+    def mk(name, help_):
+        q = ss.add_parser(name, help=help_)
+        q.add_argument("--settings")
+        q.add_argument("--out", required=True)
+        q.set_defaults(func=cmd_stage)
+        return q
+
+    q = mk("collect", "walk a repository → files.json")
+    q.add_argument("repo")
+    q.add_argument("--include", action="append")
+    q.add_argument("--exclude", action="append")
+    q = mk("parse", "files.json → chunks.jsonl (+ file_facts.json)")
+    q.add_argument("--files", required=True)
+    q.add_argument("--cache")
+    q = mk("graph", "chunks → project_structure.json")
+    q.add_argument("--files", required=True)
+    q.add_argument("--chunks", required=True)
+    q = mk("entities", "file/module/call-chain entities → entities.jsonl")
+    for a in ("--files", "--chunks", "--structure"):
+        q.add_argument(a, required=True)
+    q = mk("explain", "LLM explanations of one shard → shard .jsonl")
+    for a in ("--chunks", "--entities", "--structure"):
+        q.add_argument(a, required=True)
+    q.add_argument("--shard", type=int, default=0)
+    q.add_argument("--of", type=int, default=1)
+    q.add_argument("--cache")
+    q = mk("merge-explanations", "join explanation shards → explanations.jsonl")
+    q.add_argument("shards", nargs="+")
+    for a in ("--chunks", "--entities", "--structure", "--cache"):
+        q.add_argument(a)
+    q = mk("embed", "records + vectors → OUT folder")
+    q.add_argument("--chunks", required=True)
+    q.add_argument("--entities", required=True)
+    q.add_argument("--explanations")
+    q.add_argument("--cache")
+    q = mk("index", "stage files in WORK → index folder OUT (atomic)")
+    q.add_argument("--work", required=True)
+    q.add_argument("--name")
+
+
+# ---- main ----------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codeteacher", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("index", help="build or update an index of a repository")
+    p.add_argument("path")
+    p.add_argument("--name")
+    p.add_argument("--out", help="index folder (default embeddings/<name>)")
+    p.add_argument("--include", action="append", help="only paths matching (gitignore glob)")
+    p.add_argument("--exclude", action="append", help="also exclude (gitignore glob)")
+    p.add_argument("--settings")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("--watch", type=float, metavar="SECONDS",
+                   help="keep running: check the repository every SECONDS and update the index "
+                        "when files change (models stay loaded; Ctrl-C stops)")
+    p.set_defaults(func=cmd_index)
+    p = sub.add_parser("demo", help="index the bundled sample app and answer a question")
+    p.add_argument("--out")
+    p.add_argument("--settings")
+    p.add_argument("--questions", type=int, default=2)
+    p.set_defaults(func=cmd_demo)
+    _add_ask_args(sub.add_parser("ask", help="ask a question (same as the `ask` command)"))
+    _add_stage_parser(sub)
+    for module in ("serve", "evaluation.cli", "papers.cli"):
+        try:
+            mod = __import__(f"codeteacher.{module}", fromlist=["register"])
+        except ImportError:
+            continue
+        mod.register(sub)
+    return parser
+
+
+def run(argv: list[str] | None, parser: argparse.ArgumentParser) -> int:
+    debug = bool(os.environ.get("CODETEACHER_DEBUG"))
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the shell's last line of defence
+        if debug:
+            raise
+        print(f"error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
+              "(set CODETEACHER_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(argv, build_parser())
+
+
+def ask_main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ask", description="Ask a question about an indexed "
+                                     "codebase; prints an Answer and its Evidence.")
+    _add_ask_args(parser)
+    return run(argv, parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
