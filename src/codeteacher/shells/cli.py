@@ -366,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
     _add_ask_args(sub.add_parser("ask", help="ask a question (same as the `ask` command)"))
     _add_stage_parser(sub)
-    for module in ("serve", "evaluation.cli", "papers.cli"):
+    for module in ("serve", "evaluation.cli", "papers.cli", "generation.cli"):
         try:
             mod = __import__(f"codeteacher.{module}", fromlist=["register"])
         except ImportError:
