@@ -154,7 +154,10 @@ def score_answer(answer: dict, reference: str | None, corpus: dict[str, str] | N
            "gold_source": source, "error": answer["error"],
            "abstained": answer["abstained"], "latency_seconds": answer["latency_seconds"],
            "tokens_in": answer["tokens_in"], "tokens_out": answer["tokens_out"],
-           "evidence_source": answer["evidence_source"]}
+           "evidence_source": answer["evidence_source"],
+           "ttft_seconds": answer.get("ttft_seconds"), "confidence": answer.get("confidence"),
+           "answer_source": answer.get("answer_source", ""),
+           "unsupported_names": answer.get("unsupported_names")}
     for k in ks:
         ctx = answer["context_items"]
         row[f"context_recall@{k}"] = None if ctx is None else recall_at_k(gold, ctx, k)
@@ -178,6 +181,18 @@ def aggregate(rows: list[dict], ks: list[int]) -> dict:
     out["coverage"] = mean(_values(rows, "coverage"))
     abst = _values(rows, "abstained")
     out["abstention_rate"] = mean(abst)
+    names = [r["unsupported_names"] for r in rows if isinstance(r.get("unsupported_names"), list)]
+    # Share of answers whose prose names a file or symbol the context did not hold.
+    out["unsupported_rate"] = mean([float(bool(n)) for n in names])
+    out["unsupported_per_answer"] = mean([float(len(n)) for n in names])
+    ttft = _values(rows, "ttft_seconds")
+    out["ttft_p50"] = percentile(ttft, 50)
+    out["ttft_p95"] = percentile(ttft, 95)
+    sources: dict[str, int] = defaultdict(int)
+    for r in rows:
+        if r.get("answer_source"):
+            sources[r["answer_source"]] += 1
+    out["answer_sources"] = dict(sources)
     lat = _values(rows, "latency_seconds")
     out["latency_p50"] = percentile(lat, 50)
     out["latency_p95"] = percentile(lat, 95)

@@ -81,6 +81,9 @@ def answer_record(q: dict, result, latency: float) -> dict:
         "abstained": result.abstained, "tokens_in": result.tokens_in,
         "tokens_out": result.tokens_out, "intent": result.intent, "backend": result.backend,
         "model": result.model, "timings_ms": result.timings_ms,
+        "answer_source": result.answer_source, "answer_note": result.answer_note,
+        "unsupported_names": result.unsupported_names, "confidence": result.confidence,
+        "ttft_seconds": None if result.ttft_ms is None else result.ttft_ms / 1000,
     }
 
 
