@@ -186,7 +186,14 @@ class Engine:
         if failed:
             self._fallback(hits, result, f"generation failed ({llm.finish_reason})")
         else:
-            result.answer, result.answer_source = llm.answer, "llm"
+            from .answer.extractive import relations_sentence
+
+            # The graph knows what calls the code and what it calls; a small model does not.
+            rel = relations_sentence(hits[0].chunk, self.store) if not llm.abstained else ""
+            if rel and on_text is not None:
+                on_text(" " + rel)
+            result.answer = f"{llm.answer} {rel}".strip()
+            result.answer_source = "llm"
             result.abstained = llm.abstained
             result.unsupported_names = llm.unsupported_names
             result.ttft_ms = llm.ttft_ms

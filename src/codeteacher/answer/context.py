@@ -113,8 +113,11 @@ def item_text(n: int, hit: SearchHit, terms: set[str], code_lines: int) -> str:
         lines.append("  " + " ".join(c.signature.split())[:160])
     if c.kind not in ("doc_section", "file", "module", "call_chain") and code_lines > 0:
         lines += body_lines(c, terms, code_lines)
-    elif c.kind == "call_chain":
-        lines.append("  " + " ".join(c.text.split())[:200])
+    elif c.kind in ("file", "module", "call_chain") and code_lines > 0:
+        # Entity texts are summaries (header comment, symbols, includes): show their lines.
+        body = [ln.strip() for ln in c.text.splitlines()[1:] if ln.strip()]
+        lines += ["  " + (ln if len(ln) <= MAX_LINE * 2 else ln[:MAX_LINE * 2] + " …")
+                  for ln in body[:max(2, code_lines // 2)] if strip_markup(ln) not in desc]
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ import re
 
 _FILE = re.compile(r"(?<![\w/.-])((?:[\w.+-]+/)*[\w+-]+\.(?:[A-Za-z][A-Za-z0-9]{0,4}))(?![\w(])")
 _TICK = re.compile(r"`([^`\n]{2,80})`")
-_IDENT = re.compile(r"(?<![\w:.])((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)(\s*\()?")
+_IDENT = re.compile(r"(?<![\w:.])((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)(\()?")
 _NOT_FILES = {"e.g", "i.e", "etc", "vs", "std"}
 
 

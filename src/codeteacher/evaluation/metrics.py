@@ -162,8 +162,17 @@ def score_answer(answer: dict, reference: str | None, corpus: dict[str, str] | N
         ctx = answer["context_items"]
         row[f"context_recall@{k}"] = None if ctx is None else recall_at_k(gold, ctx, k)
         row[f"answer_recall@{k}"] = recall_at_k(gold, answer["evidence_items"], k)
+    # Gold files the answer's own sentences name (the prose before any Evidence list).
+    prose = answer.get("answer_prose")
+    if prose is None:
+        section = evidence_section(answer["answer"])
+        prose = answer["answer"][: len(answer["answer"]) - len(section)] if section else \
+            answer["answer"]
+    row["gold_named"] = recall_at_k(gold, [file_names(prose)], 1)
     row["coverage"] = (None if reference is None
                        else reference_coverage(reference, answer["answer"], coverage_words))
+    row["coverage_prose"] = (None if reference is None or prose is None
+                             else reference_coverage(reference, prose, coverage_words))
     return row
 
 
@@ -179,6 +188,8 @@ def aggregate(rows: list[dict], ks: list[int]) -> dict:
         for kind in ("context", "answer"):
             out[f"{kind}_recall@{k}"] = mean(_values(rows, f"{kind}_recall@{k}"))
     out["coverage"] = mean(_values(rows, "coverage"))
+    out["gold_named"] = mean(_values(rows, "gold_named"))
+    out["coverage_prose"] = mean(_values(rows, "coverage_prose"))
     abst = _values(rows, "abstained")
     out["abstention_rate"] = mean(abst)
     names = [r["unsupported_names"] for r in rows if isinstance(r.get("unsupported_names"), list)]
