@@ -25,7 +25,6 @@ from .context import build_context
 from .extractive import where_sentence
 from .grounding import unsupported_names
 
-CUT_MARK = "\n[... cut]"
 NO_ANSWER = "The context does not contain the answer."
 _SECTION = r"^[ \t>#*_]*{name}[ \t*_]*:[ \t*_]*"
 _ANSWER_RE = re.compile(_SECTION.format(name="answer"), re.I | re.M)

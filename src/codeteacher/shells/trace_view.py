@@ -29,7 +29,7 @@ def render_trace(con, trace, result, limit: int = 15) -> None:
                    f"{': ' + result.answer_note if result.answer_note else ''})", "  ",
               "confidence: ")
     chosen = {e.chunk_id for e in result.evidence}
-    con.print(f"candidates, best first (* = in the evidence; d/b = dense/BM25 rank):",
+    con.print("candidates, best first (* = in the evidence; d/b = dense/BM25 rank):",
               markup=False, highlight=False)
     for n, row in enumerate(trace.rows[:limit], 1):
         d = "-" if row["dense_rank"] is None else str(row["dense_rank"] + 1)
