@@ -185,6 +185,11 @@ class Engine:
         failed = llm.finish_reason in ("error", "context_overflow") or not llm.answer.strip()
         if failed:
             self._fallback(hits, result, f"generation failed ({llm.finish_reason})")
+        elif llm.abstained:
+            # Retrieval was confident (else no model was asked) but the small model found
+            # nothing in its one or two items: the composed extract draws on all of them.
+            self._fallback(hits, result, f"the model found no answer in its "
+                           f"{llm.context_items} context item(s); composed from the index")
         else:
             from .answer.extractive import relations_sentence
 

@@ -188,14 +188,16 @@ def _ask_and_print(engine, question: str, k=None, trace=None, verbose: bool = Fa
     if stream:
         writer = _StreamWriter(max(40, min(con.width or 80, 100)), len("Answer:"))
     result = engine.ask(question, k=k, trace=trace, on_text=writer)
-    if writer is not None and writer.used:
+    streamed = writer is not None and writer.used
+    if streamed:
         writer.close()
-    _print_answer(result, trace, answer=not (writer and writer.used), stream_open=bool(writer),
-                  verbose=verbose)
+    # A streamed answer the engine then replaced (the model abstained) is printed again whole.
+    shown = streamed and result.answer_source == "llm"
+    _print_answer(result, trace, question=False, answer=not shown, verbose=verbose)
     return result
 
 
-def _print_answer(result, explain_trace=None, answer: bool = True, stream_open: bool = False,
+def _print_answer(result, explain_trace=None, question: bool = True, answer: bool = True,
                   verbose: bool = False) -> None:
     from rich.text import Text
 
@@ -204,11 +206,10 @@ def _print_answer(result, explain_trace=None, answer: bool = True, stream_open: 
     # line per answer and per evidence item, for scripts.
     soft = not sys.stdout.isatty()
     # Questions and answers quote code (`data[i]`, `[[nodiscard]]`): never read them as markup.
-    if not stream_open:
+    if question:
         con.print(Text.assemble(("Q:", "bold"), " ", result.question))
     if answer:
-        con.print(Text(result.answer) if stream_open
-                  else Text.assemble(("Answer:", "bold"), " ", result.answer), soft_wrap=soft)
+        con.print(Text.assemble(("Answer:", "bold"), " ", result.answer), soft_wrap=soft)
     con.print(Text(_answered_by(result), style="dim"))
     if result.unsupported_names:
         con.print(Text("note: names in the answer that the context does not hold: "
