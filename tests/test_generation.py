@@ -190,6 +190,19 @@ def test_openai_backend_against_real_server(llama_server):
     assert 0 < out[1].tokens_out <= 8 and gen.model_id == "openai:smollm2"
 
 
+@pytest.mark.llm
+def test_openai_backend_streams_against_real_server(llama_server):
+    gen = make_generator(BackendSettings(backend="openai", base_url=llama_server,
+                                         model="smollm2", context_size=2048))
+    pieces: list[str] = []
+    try:
+        out = gen.stream(ChatRequest(messages=HELLO, max_tokens=16), pieces.append)
+    finally:
+        gen.close()
+    assert len(pieces) > 1 and out.text == "".join(pieces).strip() and out.text
+    assert 0 < out.tokens_out <= 16 and out.finish_reason in ("stop", "length")
+
+
 class Scripted(BaseHTTPRequestHandler):
     """Answers from the server's script: ('sleep', s) | (status, body) per request, in order."""
 

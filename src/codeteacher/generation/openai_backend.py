@@ -7,9 +7,11 @@ batch runs `concurrency` requests in parallel. Token counts are estimated (no to
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -41,12 +43,62 @@ class OpenAIGenerator:
         # Code tokenises at ~3-4 characters per token; 3 over-estimates, so prompts still fit.
         return math.ceil(len(text) / 3)
 
-    def _post(self, req: ChatRequest) -> Generation:
+    def _payload(self, req: ChatRequest) -> dict:
         payload = {"model": self._cfg.model, "messages": req.messages,
                    "max_tokens": req.max_tokens, "temperature": req.temperature,
                    "seed": self._cfg.seed}
         if req.stop:
             payload["stop"] = req.stop
+        return payload
+
+    def stream(self, req: ChatRequest, on_text: Callable[[str], None]) -> Generation:
+        """One request with `stream: true` (server-sent events); each piece of text goes to
+        `on_text` as it arrives. Failures before the first piece are retried like _post."""
+        payload = {**self._payload(req), "stream": True}
+        pieces: list[str] = []
+        reason, problem = "stop", ""
+        for attempt in range(self._cfg.retries + 1):
+            if attempt:
+                time.sleep(min(MAX_BACKOFF_S, BACKOFF_S * 2 ** (attempt - 1)))
+            try:
+                with self._client.stream("POST", self.url, json=payload) as resp:
+                    if resp.status_code == 429 or resp.status_code >= 500:
+                        problem = f"HTTP {resp.status_code}"
+                        continue
+                    if resp.status_code >= 400:
+                        resp.read()
+                        return self._parse(resp)
+                    for line in resp.iter_lines():
+                        data = line[5:].strip() if line.startswith("data:") else ""
+                        if data == "[DONE]":
+                            break
+                        try:
+                            choice = json.loads(data)["choices"][0]
+                        except (ValueError, KeyError, IndexError, TypeError):
+                            continue
+                        text = (choice.get("delta") or {}).get("content") or ""
+                        if text:
+                            pieces.append(text)
+                            on_text(text)
+                        if choice.get("finish_reason") == "length":
+                            reason = "length"
+                break
+            except httpx.TimeoutException:
+                problem = f"timed out after {self._cfg.timeout_s:g} s"
+            except httpx.TransportError as exc:
+                problem = first_line(exc)
+            if pieces:  # a stream cut off midway: keep what came
+                reason = "length"
+                break
+        else:
+            raise UserError(f"LLM server {self.url} failed after {self._cfg.retries + 1} "
+                            f"attempt(s): {problem}")
+        tokens_in = sum(self.count_tokens(m["content"]) for m in req.messages)
+        return Generation(text="".join(pieces).strip(), tokens_in=tokens_in,
+                          tokens_out=len(pieces), finish_reason=reason)
+
+    def _post(self, req: ChatRequest) -> Generation:
+        payload = self._payload(req)
         problem = ""
         for attempt in range(self._cfg.retries + 1):
             if attempt:
