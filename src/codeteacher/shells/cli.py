@@ -366,12 +366,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
     _add_ask_args(sub.add_parser("ask", help="ask a question (same as the `ask` command)"))
     _add_stage_parser(sub)
-    for module in ("serve", "evaluation.cli", "papers.cli"):
-        try:
-            mod = __import__(f"codeteacher.{module}", fromlist=["register"])
-        except ImportError:
-            continue
-        mod.register(sub)
+    # Our own modules: an import error here is a bug and must fail loudly, not drop a command.
+    import importlib
+
+    for module in ("shells.serve", "evaluation.cli", "papers.cli"):
+        importlib.import_module(f"codeteacher.{module}").register(sub)
     return parser
 
 
