@@ -92,5 +92,18 @@ class PaperSettings(_Section):
                                   "text are linked only through explicit citations (getters and "
                                   "one-liners say too little to match a paper on content).")
     entity_chars: int = Field(default=1500, description="Characters of entity text embedded.")
+    embed_on_import: bool = Field(default=True, description="Embed new and changed records "
+                                  "during 'papers import' (stored in the library), so the first "
+                                  "link after an import does not pay for it.")
+    ann_min_papers: int = Field(default=2000, description="From this many papers on, candidate "
+                                "papers come from an HNSW index (FAISS) stored beside the "
+                                "library; below it exact search over all vectors is as fast.")
+    ann_hnsw_m: int = Field(default=32, description="HNSW graph degree: recall above 0.99 at "
+                            "this size of library, for about 2x the vectors' memory.")
+    ann_ef_construction: int = Field(default=80, description="HNSW build effort: built once "
+                                     "per library change, so a good graph is worth it.")
+    ann_ef_search: int = Field(default=96, description="HNSW search breadth: well above "
+                               "dense_k, so the true nearest papers are found, at well under a "
+                               "millisecond a query.")
     weights: PaperLinkWeights = Field(default_factory=PaperLinkWeights)
     online: PaperOnlineSettings = Field(default_factory=PaperOnlineSettings)
