@@ -72,8 +72,21 @@ def _repo_root(index_dir: Path) -> Path | None:
     return None
 
 
+def _vector_files(index_dir: Path, records: list[Chunk]) -> tuple | None:
+    """(vector keys, vectors (memory-mapped), row of each chunk id), or None if unreadable."""
+    try:
+        keys = json.loads((index_dir / "vector_keys.json").read_text(encoding="utf-8"))
+        vecs = np.load(index_dir / "vectors.npy", mmap_mode="r")
+    except (OSError, ValueError):
+        return None
+    if not (len(keys) == len(vecs) == len(records)):
+        return None
+    return keys, vecs, {r.id: i for i, r in enumerate(records)}
+
+
 def index_vectors(index_dir: Path, records: list[Chunk], settings,
-                  only: set[str] | None = None) -> dict[str, np.ndarray]:
+                  only: set[str] | None = None, files: tuple | None = None
+                  ) -> dict[str, np.ndarray]:
     """The index's own record embeddings (of the chunks in `only`, default all), each checked
     against the configured model and the chunk's embedded text (vector_keys.json hashes
     model + text; kinds the index does not embed have an empty key). A chunk without a vector
@@ -81,20 +94,16 @@ def index_vectors(index_dir: Path, records: list[Chunk], settings,
     mismatch means {} (embed anew)."""
     import hashlib
 
-    try:
-        from ..embedding import model_id
-        from ..index.layout import embed_text
+    from ..embedding import model_id
+    from ..index.layout import embed_text
 
-        keys = json.loads((index_dir / "vector_keys.json").read_text(encoding="utf-8"))
-        vecs = np.load(index_dir / "vectors.npy", mmap_mode="r")
-    except (ImportError, OSError, ValueError):
+    files = files or _vector_files(index_dir, records)
+    if files is None:
         return {}
+    keys, vecs, row = files
     es = settings.embedding
     model_key = model_id(es)
-    if not (len(keys) == len(vecs) == len(records)):
-        return {}
-    row = {r.id: i for i, r in enumerate(records)}
-    wanted = [r for r in records if only is None or r.id in only]
+    wanted = records if only is None else [records[row[i]] for i in only if i in row]
     wanted += [records[row[r.parent_id]] for r in wanted
                if r.parent_id in row and not keys[row[r.id]]]
     out = {}
@@ -112,10 +121,11 @@ def index_vectors(index_dir: Path, records: list[Chunk], settings,
     return out
 
 
-def gather_citations(records: list[Chunk], index: RecordIndex,
-                     root: Path | None) -> tuple[list[Citation], list[str]]:
-    """Citations written in `records` (and the repository's CITATION.cff), resolved."""
-    cites = citations_in_chunks(records)
+def gather_citations(records: list[Chunk], index: RecordIndex, root: Path | None,
+                     extracted: list[Citation] | None = None) -> tuple[list[Citation], list[str]]:
+    """Citations written in `records` (and the repository's CITATION.cff), resolved.
+    `extracted`: those of `records` already found (fresh copies: resolving fills them in)."""
+    cites = extracted if extracted is not None else citations_in_chunks(records)
     problems: list[str] = []
     if root and (root / "CITATION.cff").is_file():
         cff, problems = citations_from_cff((root / "CITATION.cff").read_text(encoding="utf-8",
@@ -244,6 +254,7 @@ def refresh_vectors(lib: Library, papers: list[PaperRecord], settings, embedder=
 
 
 TERMS_FILE = "paper_terms.json"
+DERIVED_VERSION = 1  # bump when what paper_terms.json holds changes
 
 
 class IndexState:
@@ -264,32 +275,49 @@ class IndexState:
         self.repo_level = [r for p, rs in self.by_path.items() if is_repo_level(p) for r in rs]
         self._df: tuple | None = None
         self.root = _repo_root(index_dir)
+        self._cites: dict[str, list[Citation]] = {}
+        self.terms: dict = {}
+        self._vectors: tuple | None = None
+        self.settings = settings
+
+    def _derived(self) -> None:
+        """The concept terms of every linkable chunk, their document frequencies, and the
+        citations written in every chunk: library-independent, so computed once per index and
+        kept in it as paper_terms.json (tagged with the records file's size and time)."""
+        from collections import Counter
+
+        from .scoring import chunk_terms, corpus_term_df
+
+        st = (self.dir / "records.jsonl").stat()
+        tag = f"{DERIVED_VERSION}:{st.st_size}:{st.st_mtime_ns}:{len(self.corpus)}"
+        path = self.dir / TERMS_FILE
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if doc.get("records") == tag:
+                self.terms = {k: Counter(v) for k, v in doc["terms"].items()}
+                self._df = (int(doc["n"]), Counter(doc["df"]))
+                cites = [Citation.model_validate(c) for c in doc["citations"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self._df = None
+        if self._df is None:
+            self.terms = {c.id: chunk_terms(c) for c in self.corpus}
+            self._df = corpus_term_df(self.corpus, self.terms)
+            cites = citations_in_chunks(self.records)
+            try:
+                atomic_write_text(path, json.dumps({
+                    "records": tag, "n": self._df[0], "df": self._df[1], "terms": self.terms,
+                    "citations": [c.model_dump(mode="json", exclude_defaults=True)
+                                  for c in cites]}, separators=(",", ":")))
+            except OSError:
+                pass  # a read-only index: computed again by the next process
+        self._cites = defaultdict(list)
+        for c in cites:
+            self._cites[c.chunk_id].append(c)
 
     @property
-    def corpus_df(self):
-        """Term document frequencies of the linkable chunks, computed once per index and kept
-        in the index as paper_terms.json (tagged with the records file's size and time)."""
+    def corpus_df(self) -> tuple:
         if self._df is None:
-            from collections import Counter
-
-            from .scoring import corpus_term_df
-
-            st = (self.dir / "records.jsonl").stat()
-            tag = f"{st.st_size}:{st.st_mtime_ns}:{len(self.corpus)}"
-            path = self.dir / TERMS_FILE
-            try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-                if doc.get("records") == tag:
-                    self._df = (int(doc["n"]), Counter(doc["df"]))
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                pass
-            if self._df is None:
-                self._df = corpus_term_df(self.corpus)
-                try:
-                    atomic_write_text(path, json.dumps({"records": tag, "n": self._df[0],
-                                                        "df": self._df[1]}))
-                except OSError:
-                    pass  # a read-only index: computed again by the next process
+            self._derived()
         return self._df
 
     def citation_scope(self, targets: list[Chunk]) -> list[Chunk]:
@@ -302,6 +330,19 @@ class IndexState:
         scope.update((r.id, r) for r in self.repo_level)
         scope.update((i, self.by_id[i]) for i in ids if i in self.by_id)
         return list(scope.values())
+
+    def extracted(self, chunks: list[Chunk]) -> list[Citation]:
+        """The citations written in `chunks`, as fresh copies (resolving fills them in)."""
+        if self._df is None:
+            self._derived()
+        return [x.model_copy() for c in chunks for x in self._cites.get(c.id, [])]
+
+    def vectors(self, ids: set[str]) -> dict[str, np.ndarray]:
+        """index_vectors for `ids`, with the index's vector files read once."""
+        if self._vectors is None:
+            self._vectors = _vector_files(self.dir, self.records)
+        return index_vectors(self.dir, self.records, self.settings, only=ids,
+                             files=self._vectors)
 
 
 def index_state(index_dir: str | Path, settings) -> IndexState:
@@ -334,12 +375,13 @@ def build_paper_links(index_dir: str | Path, library_path: str | Path | None = N
     n_papers = len(linker.keys)
     with Library.open(library_path, snapshot=False) as lib:
         fingerprint = lib.fingerprint()
-    cites, problems = gather_citations(records, linker.index, state.root)
+    cites, problems = gather_citations(records, linker.index, state.root,
+                                       state.extracted(records))
     entities = state.corpus
     with progress_bar("link", len(entities), progress) as advance:
         links = linker.link(entities, CitationMap.build(cites), state.related,
                             vectors=index_vectors(index_dir, records, settings),
-                            corpus_df=state.corpus_df, progress=advance)
+                            corpus_df=state.corpus_df, terms=state.terms, progress=advance)
     by_id = state.by_id
     doc = {
         "schema_version": LINKS_SCHEMA,
@@ -461,10 +503,10 @@ def link_target(index_dir: str | Path, path_or_symbol: str, library: str | Path 
     if doc is not None and library is None:
         return links_for(index_dir, chunk_ids=[t.id for t in targets], k=k)
     linker = open_linker(library or settings.papers.library, settings)
-    cites, _ = gather_citations(state.citation_scope(targets), linker.index, state.root)
+    scope = state.citation_scope(targets)
+    cites, _ = gather_citations(scope, linker.index, state.root, state.extracted(scope))
     kinds = set(settings.papers.link_kinds)
     ents = [t for t in targets if t.kind in kinds] or targets
     links = linker.link(ents, CitationMap.build(cites), state.related, corpus_df=state.corpus_df,
-                        vectors=index_vectors(index_dir, state.records, settings,
-                                              only={e.id for e in ents}))
+                        terms=state.terms, vectors=state.vectors({e.id for e in ents}))
     return merge_links(list(links.values()), k)

@@ -32,13 +32,19 @@ PROSE_KINDS = {"doc_section", "file", "module", "call_chain"}
 _BM25 = "bm25(papers_fts, 0.0, 4.0, 0.0, 3.0, 1.0, 0.0)"
 
 
-def corpus_term_df(corpus: list[Chunk]) -> tuple[int, Counter]:
+def chunk_terms(ch: Chunk) -> Counter:
+    """The concept terms of a chunk, as linking weighs them."""
+    return T.entity_terms(ch.name, ch.comment, ch.explanation, ch.text, ch.kind in PROSE_KINDS,
+                          _context(ch))
+
+
+def corpus_term_df(corpus: list[Chunk], terms: dict[str, Counter] | None = None
+                   ) -> tuple[int, Counter]:
     """Document frequency of every concept term in a codebase's linkable chunks (computed once
-    per index: it does not depend on the library)."""
+    per index: it does not depend on the library). `terms`: chunk_terms by id, where known."""
     df: Counter = Counter()
     for ch in corpus:
-        df.update(set(T.entity_terms(ch.name, ch.comment, ch.explanation, ch.text,
-                                     ch.kind in PROSE_KINDS, _context(ch))))
+        df.update((terms[ch.id] if terms and ch.id in terms else chunk_terms(ch)).keys())
     return len(corpus), df
 
 
@@ -121,6 +127,7 @@ class Linker:
         self.mean_idf, self.max_idf = state.mean_idf, state.max_idf
         self.max_log_cites = state.max_log_cites
         self.code_spec: dict[str, float] = {}
+        self._spec_of = None
 
     def _fetch(self, key: str) -> PaperRecord | None:
         row = self.fts.execute("SELECT data FROM papers WHERE key = ?", (key,)).fetchone()
@@ -169,6 +176,7 @@ class Linker:
              corpus: list[Chunk] | None = None,
              vectors: dict[str, np.ndarray] | None = None,
              corpus_df: tuple[int, Counter] | None = None,
+             terms: dict[str, Counter] | None = None,
              progress=None) -> dict[str, list[PaperLink]]:
         """Links per entity id, best first, at least `min_score`: papers cited by the entity
         first, then by score. `related` maps an entity id to other chunk ids whose citations
@@ -176,14 +184,16 @@ class Linker:
         is the code whose term frequencies tell which words are everyday vocabulary of this
         codebase rather than distinctive concepts; `corpus_df` is the same precomputed
         (`corpus_term_df`). `vectors` are precomputed entity embeddings by id (the index's own);
-        missing ones are embedded. `progress(n)` is told of each entity done."""
+        missing ones are embedded. `terms`: precomputed `chunk_terms` by id. `progress(n)` is
+        told of each entity done."""
         if not self.keys or not entities:
             return {}
         ps = self.ps
         contentful = [e for e in entities if len((e.comment + e.text + e.explanation).strip())
                       >= ps.min_entity_chars]
-        self.code_spec = code_specificity(
-            corpus_df or corpus_term_df(corpus if corpus is not None else entities), self.idf)
+        corpus_df = corpus_df or corpus_term_df(corpus if corpus is not None else entities)
+        if self._spec_of is not corpus_df:  # the same codebase as last time: reuse
+            self.code_spec, self._spec_of = code_specificity(corpus_df, self.idf), corpus_df
         known: dict[str, np.ndarray] = {}
         if contentful:
             vectors = vectors or {}
@@ -194,7 +204,8 @@ class Linker:
             known.update({e.id: v for e, v in zip(todo, fresh)})
         out: dict[str, list[PaperLink]] = {}
         for ent in entities:
-            links = self._link_one(ent, known.get(ent.id), cmap, related or {})
+            links = self._link_one(ent, known.get(ent.id), cmap, related or {},
+                                   (terms or {}).get(ent.id))
             if links:
                 out[ent.id] = links
             if progress:
@@ -202,22 +213,21 @@ class Linker:
         return out
 
     def _link_one(self, ent: Chunk, q: np.ndarray | None, cmap: CitationMap,
-                  related: dict[str, set[str]]) -> list[PaperLink]:
+                  related: dict[str, set[str]], eterms: Counter | None) -> list[PaperLink]:
         ps, w = self.ps, self.ps.weights
         cited_here = self._cited_here(ent, cmap, related)
         cited_file = {} if ent.kind == "file" else cmap.by_path.get(ent.path, {})
         cands: dict[int, None] = {}
-        eterms: Counter = Counter()
         lex: dict[int, float] = {}
         sims: dict[int, float] = {}
+        eterms = eterms if q is not None else Counter()
         span = max(ps.semantic_ceiling - ps.semantic_floor, 1e-6)
         base_sim = ps.semantic_floor
         if q is not None:  # enough content to be matched on it
             pv = self.vectors
             base_sim = max(ps.semantic_floor, pv.mean_similarity(q) + ps.semantic_margin)
             cands.update(dict.fromkeys(pv.nearest(q, ps.dense_k)))
-            eterms = T.entity_terms(ent.name, ent.comment, ent.explanation, ent.text,
-                                    ent.kind in PROSE_KINDS, _context(ent))
+            eterms = eterms if eterms is not None else chunk_terms(ent)
             lex = self._lexical(eterms)
             cands.update(dict.fromkeys(lex))
         for key in list(cited_here) + list(cited_file):
