@@ -28,13 +28,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_library(index: Path, library: Path, entities: list[dict], n_cold: int) -> dict:
+def run_library(index: Path, library: Path, entities: list[dict], n_cold: int,
+                papers_settings: dict | None = None) -> dict:
     from codeteacher.contracts.settings import Settings
     from codeteacher.papers.identity import normalize_title
     from codeteacher.papers.library import Library
     from codeteacher.papers.linking import link_target, open_linker
 
-    settings = Settings()
+    settings = Settings.model_validate({"papers": papers_settings or {}})
     t0 = time.perf_counter()
     linker = open_linker(library, settings, progress=True)
     t_prep = time.perf_counter() - t0
@@ -80,10 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--entities", default=str(REPO / "eval" / "papers_entities.json"))
     ap.add_argument("--cold", type=int, default=3, help="fresh-process calls per library")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--papers-settings", default="{}", help="JSON overrides of the papers "
+                    "settings for the warm runs (cold runs use the defaults)")
     ap.add_argument("-v", "--verbose", action="store_true", help="top 3 of every entity")
     args = ap.parse_args(argv)
     entities = json.loads(Path(args.entities).read_text(encoding="utf-8"))["entities"]
-    results = [run_library(Path(args.index), Path(lib), entities, args.cold)
+    over = json.loads(args.papers_settings)
+    results = [run_library(Path(args.index), Path(lib), entities, args.cold, over)
                for lib in args.library]
     print("| library | papers | hit@1 | hit@3 | lenient hit@1 / hit@3 | warm p50 (max) | "
           "cold p50 (max) | prepare |")

@@ -251,10 +251,15 @@ class Linker:
                               f"({ent.path}" + (f":{c.line})" if c.line else ")")))
             if q is not None:
                 sem = (sims[i] - base_sim) / span
-                if sem > 0:
-                    parts.append((w.semantic * min(sem, 1.0), "semantic",
-                                  f"text similarity {sims[i]:.2f}"))
                 conc, shown = self._concepts(eterms, i)
+                if sem > 0:
+                    # similarity the paper's terms do not back up is weaker evidence: in a
+                    # large library many papers read alike without being about this code
+                    agree = min(1.0, ps.semantic_alone + (1 - ps.semantic_alone)
+                                * conc / max(ps.semantic_agreement, 1e-6))
+                    parts.append((w.semantic * min(sem, 1.0) * agree, "semantic",
+                                  f"text similarity {sims[i]:.2f}"
+                                  + ("" if conc > 0 else ", no shared concepts")))
                 if conc > 0:
                     parts.append((w.concepts * conc, "concepts", f"shared concepts: {shown}"))
                     if i in lex:  # ranks papers that share concepts; never links alone

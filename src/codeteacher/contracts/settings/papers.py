@@ -74,14 +74,24 @@ class PaperSettings(_Section):
                                  "at least this: weak links from common words are noise there.")
     ask_max_papers: int = Field(default=3, description="Papers listed with an answer.")
     max_links: int = Field(default=5, description="Links stored per entity.")
-    dense_k: int = Field(default=12, description="Candidates per entity from embedding search.")
-    lexical_k: int = Field(default=12, description="Candidates per entity from FTS5 search.")
+    dense_k: int = Field(default=24, description="Candidates per entity from embedding search: "
+                         "with thousands of papers the right one is often not among the dozen "
+                         "most similar, so the pool is wider than the links kept.")
+    lexical_k: int = Field(default=24, description="Candidates per entity from FTS5 search (wide "
+                           "for the same reason).")
     semantic_floor: float = Field(default=0.3, description="Cosine similarity mapped to 0: MiniLM "
                                   "gives code and unrelated abstracts up to ~0.3.")
     semantic_margin: float = Field(default=0.1, description="A paper must also beat the entity's "
                                    "mean similarity to all papers by this much (some code is "
                                    "similar to every abstract).")
     semantic_ceiling: float = Field(default=0.6, description="Cosine similarity mapped to 1.")
+    semantic_alone: float = Field(default=0.25, description="Share of the semantic credit a "
+                                  "paper keeps when it shares no concept term with the entity: "
+                                  "in a large library many papers read alike without being "
+                                  "about the code, so similarity needs concepts to back it.")
+    semantic_agreement: float = Field(default=0.5, description="Concept signal (0-1) at which "
+                                      "the semantic credit counts in full; below it the credit "
+                                      "rises linearly from semantic_alone.")
     concept_saturation: float = Field(default=3.0, description="Matched paper terms (in units of "
                                       "the mean IDF) that count as one full match; the concept "
                                       "signal is 1 - exp(-matches), so it saturates softly.")
