@@ -210,7 +210,8 @@ def test_cli_build_and_link(fresh_minipic, library_file, capsys):
     assert papers_main(["papers", "link", "depositChargeCIC", "--index", str(index), "--json",
                         "-k", "3"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [set(x) for x in out] == [{"key", "title", "year", "doi", "score", "reasons"}] * 3
+    assert [set(x) for x in out] == [{"key", "title", "year", "doi", "score", "signal",
+                                      "reasons"}] * 3
     assert {out[0]["key"], out[1]["key"]} == {"birdsall1969clouds", "hockney1988computer"}
     assert out[0]["score"] >= out[1]["score"] >= out[2]["score"]
     assert papers_main(["papers", "link", "src/cg_solver.cpp", "--index", str(index)]) == 0

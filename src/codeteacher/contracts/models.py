@@ -172,6 +172,9 @@ class PaperLink(BaseModel):
     score: float = 0.0
     reasons: list[str] = Field(default_factory=list)
     attached_to: list[str] = Field(default_factory=list)  # evidence paths / chunk ids
+    # what linked it: "citation" (the code or doc cites it) or the strongest content signal
+    # ("concepts", "semantic", "full-text")
+    signal: str = ""
 
 
 class AskResult(BaseModel):

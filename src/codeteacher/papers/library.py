@@ -18,11 +18,12 @@ from pathlib import Path
 from ..contracts.errors import UserError
 from . import identity
 from .model import PaperRecord, is_same_work, merge_records
+from .state import bump_generation
 
 FORMAT = "codeteacher-papers"
 SCHEMA_VERSION = 1
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_TABLES = {"meta", "papers", "ids", "aliases", "papers_fts"}
+_TABLES = {"meta", "papers", "ids", "aliases", "papers_fts"}  # paper_vectors: see vectors.py
 _SCHEMA = """
 CREATE TABLE meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE papers(key TEXT PRIMARY KEY, ntitle TEXT NOT NULL, year INTEGER, data TEXT NOT NULL);
@@ -45,10 +46,12 @@ class ImportReport:
     merged: list[tuple[str, str]] = field(default_factory=list)  # (incoming key, into key)
     unchanged: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # "file:line: message"
+    embedded: int = 0  # records whose vectors were computed by this import
 
     def as_dict(self) -> dict:
         return {"added": len(self.added), "merged": len(self.merged),
-                "unchanged": len(self.unchanged), "problems": self.problems}
+                "unchanged": len(self.unchanged), "embedded": self.embedded,
+                "problems": self.problems}
 
 
 def snapshot_path(path: Path) -> Path:
@@ -238,6 +241,8 @@ class Library:
                     report.merged.append((rec.key, existing.key))
                 else:
                     report.unchanged.append(existing.key)
+            if report.added or report.merged:
+                bump_generation(self.conn)  # derived data (vectors, link state) is now stale
         if report.added or report.merged:
             self.write_snapshot()
         return report

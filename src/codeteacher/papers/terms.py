@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 
 from . import identity
 
@@ -38,6 +39,7 @@ _LINE_COMMENT = re.compile(r"//+!?<?(.*)$", re.M)
 _BLOCK_COMMENT = re.compile(r"/\*+!?<?(.*?)\*/", re.S)
 
 
+@lru_cache(maxsize=1 << 16)  # the same identifiers and words recur all over a codebase
 def stem(word: str) -> str:
     """Light suffix stripping so 'gradients'/'gradient', 'solvers'/'solver' meet; deliberately
     conservative (no Porter) so identifiers stay recognisable in reasons."""
@@ -53,10 +55,15 @@ def stem(word: str) -> str:
 
 def split_identifier(name: str) -> list[str]:
     """'readInputFile' -> ['read', 'input', 'file']; 'max_abs_value' -> ['max', 'abs', 'value']."""
+    return list(_split_identifier(name))
+
+
+@lru_cache(maxsize=1 << 16)
+def _split_identifier(name: str) -> tuple[str, ...]:
     out = []
     for part in re.split(r"[_\W]+", name):
         out += [p.lower() for p in _CAMEL.findall(part) if not p.isdigit()]
-    return out
+    return tuple(out)
 
 
 def words(text: str) -> list[str]:
