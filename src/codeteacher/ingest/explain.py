@@ -40,6 +40,7 @@ from ..contracts.progress import progress_bar
 from ..generation import ChatRequest, Generator, make_generator, model_id_for
 from ..generation.base import messages_tokens
 from ..generation.prompts import prompt_signature, render
+from ..index.layout import chain_root, node_chunk, node_path
 
 CUT_MARK = "\n[... cut]"
 Progress = bool | Callable[[str, int, int], None] | None
@@ -154,9 +155,8 @@ class _Inputs:
         if structure and structure.is_file():
             graph = ProjectStructure.model_validate_json(structure.read_text(encoding="utf-8"))
             for e in graph.edges:
-                if e.type == "call" and e.source.startswith("sym:") and \
-                        e.target.startswith("sym:"):
-                    src, dst = e.source[4:], e.target[4:]
+                src, dst = node_chunk(e.source), node_chunk(e.target)
+                if e.type == "call" and src and dst:
                     self.callees.setdefault(src, []).append(dst)
                     self.callers.setdefault(dst, []).append(src)
         self.by_id = {c.id: c for c in self.chunks}
@@ -380,7 +380,8 @@ def _entities(run: _Run, inputs: _Inputs, chunk_done: dict[str, Explanation]
         for ent in by_level.get("module", []):
             prefix = "" if ent.path in ("", ".") else ent.path.rstrip("/") + "/"
             children, keys = run.children(
-                [(fid, fid[5:]) for fid, _ in files if fid[5:].startswith(prefix)], file_done)
+                [(fid, node_path(fid)) for fid, _ in files
+                 if (node_path(fid) or "").startswith(prefix)], file_done)
             jobs.append(_Job(target_id=ent.id, mode="module_level",
                              key=run.key("module_level", _sha(ent.id, keys)),
                              values={"path": ent.path or ".", "children": children},
@@ -390,8 +391,7 @@ def _entities(run: _Run, inputs: _Inputs, chunk_done: dict[str, Explanation]
     if "call_chain" in levels:
         jobs = []
         for ent in by_level.get("call_chain", []):
-            root_id = ent.id.split(":", 1)[1]
-            root_id = root_id[4:] if root_id.startswith("sym:") else root_id
+            root_id = chain_root(ent.id)
             root = inputs.by_id.get(root_id)
             if root is None:
                 continue

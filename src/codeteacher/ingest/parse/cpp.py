@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ...contracts.models import Chunk, ParsedFile
 from ...contracts.settings import ChunkSettings
+from ...index.layout import ChunkIds
 
 HEADER_EXTENSIONS = {".h", ".hh", ".hpp", ".hxx", ".h++", ".cuh", ".inl", ".tpp", ".ipp", ".tcc"}
 _CLASS_KINDS = {"class_specifier": "class", "struct_specifier": "struct",
@@ -148,7 +149,7 @@ class _FileParser:
                 if a != b and not b.strip():
                     self.macro_rows.add(row)
         self.chunks: list[Chunk] = []
-        self.ids: set[str] = set()
+        self.ids = ChunkIds(path)
         self.namespaces_seen: set[str] = set()
         self.classes_seen: set[str] = set()
         self.failures = 0
@@ -493,12 +494,7 @@ class _FileParser:
         text = "\n".join(self.lines[start - 1: end])
         if len(text.strip()) < self.settings.min_chunk_chars:
             return None
-        base = f"{self.path}#{kind}:{fields.get('qualified_name') or fields.get('name')}@{start}"
-        cid, n = base, 1
-        while cid in self.ids:
-            n += 1
-            cid = f"{base}~{n}"
-        self.ids.add(cid)
+        cid = self.ids.new(kind, str(fields.get("qualified_name") or fields.get("name")), start)
         chunk = Chunk(id=cid, path=self.path, kind=kind, start_line=start, end_line=end,
                       text=text, language=self.language, scope=self.scope,
                       file_sha=self.file_sha, **fields)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from ...contracts.models import Chunk, ParsedFile
 from ...contracts.settings import ChunkSettings
+from ...index.layout import ChunkIds
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -48,7 +49,7 @@ class _Builder:
         self.language, self.scope, self.file_sha = language, scope, file_sha
         self.settings = settings or ChunkSettings()
         self.chunks: list[Chunk] = []
-        self.ids: set[str] = set()
+        self.ids = ChunkIds(path)
 
     def trim(self, start: int, end: int) -> tuple[int, int]:
         while start <= end and not self.lines[start - 1].strip():
@@ -61,12 +62,7 @@ class _Builder:
         text = "\n".join(self.lines[start - 1: end])
         if len(text.strip()) < self.settings.min_chunk_chars:
             return
-        base = f"{self.path}#{self.kind}:{fields.get('qualified_name') or fields['name']}@{start}"
-        cid, n = base, 1
-        while cid in self.ids:
-            n += 1
-            cid = f"{base}~{n}"
-        self.ids.add(cid)
+        cid = self.ids.new(self.kind, fields.get("qualified_name") or fields["name"], start)
         self.chunks.append(Chunk(id=cid, path=self.path, kind=self.kind, start_line=start,
                                  end_line=end, text=text, language=self.language,
                                  scope=self.scope, file_sha=self.file_sha, **fields))
