@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..contracts.errors import UserError
+from ..contracts.errors import UserError, describe
 from ..contracts.jsonio import (
     read_json,
     read_jsonl,
@@ -65,6 +65,8 @@ class FileFacts(BaseModel):
     includes: list[str] = Field(default_factory=list)
     leading_comment: str = ""
     parse_errors: int = 0
+    failures: int = 0  # constructs the parser failed on (ParsedFile.failures)
+    failure: str = ""
     sha256: str = ""
 
 
@@ -82,10 +84,20 @@ def stage_collect(repo: Path, out: Path, settings: Settings, include=None, exclu
 # ---- parse --------------------------------------------------------------------------------
 
 def parse_file(root: str, rec, settings: Settings) -> ParsedFile:
+    """One file's chunks. A parser bug must not stop a whole build, so an exception from a
+    parser is caught here and the file comes back with no chunks and the failure recorded;
+    the build report lists it (BuildReport.partial_files)."""
+    text = read_text(root, rec.path)
+    try:
+        return _parse_text(rec, text, settings)
+    except Exception as exc:  # noqa: BLE001 - reported per file, never silent
+        return ParsedFile(path=rec.path, chunks=[], failures=1, failure=describe(exc))
+
+
+def _parse_text(rec, text: str, settings: Settings) -> ParsedFile:
     from .parse.cpp import parse_cpp
     from .parse.text import chunk_build, chunk_doc
 
-    text = read_text(root, rec.path)
     common = dict(scope=rec.scope, file_sha=rec.sha256, settings=settings.chunking)
     if rec.category == "code":
         return parse_cpp(rec.path, text, language=rec.language, **common)
@@ -120,7 +132,9 @@ def _load_parse_cache(cache: Path | None, signature: str):
 
 
 def stage_parse(files_json: Path, out: Path, settings: Settings, cache: Path | None = None,
-                progress: bool = False) -> dict[str, int]:
+                progress: bool = False) -> dict:
+    """Chunks of every file (reused per file hash from `cache`). Returns counts, and under
+    "partial" the files whose parse lost something (path -> what, see partial_files)."""
     report = read_model(files_json, CollectReport)
     signature = _parse_signature(settings)
     cached_chunks, cached_facts = _load_parse_cache(cache, signature)
@@ -139,7 +153,9 @@ def stage_parse(files_json: Path, out: Path, settings: Settings, cache: Path | N
                 chunks.extend(parsed.chunks)
                 facts[rec.path] = FileFacts(includes=parsed.includes,
                                             leading_comment=parsed.leading_comment,
-                                            parse_errors=parsed.parse_errors, sha256=rec.sha256)
+                                            parse_errors=parsed.parse_errors,
+                                            failures=parsed.failures, failure=parsed.failure,
+                                            sha256=rec.sha256)
                 stats["parsed"] += 1
                 stats["parse_errors"] += parsed.parse_errors
             advance()
@@ -147,11 +163,22 @@ def stage_parse(files_json: Path, out: Path, settings: Settings, cache: Path | N
     write_json(out.parent / FACTS, {"signature": signature,
                                     "files": {p: f.model_dump() for p, f in facts.items()}})
     stats["chunks"] = len(chunks)
+    stats["partial"] = partial_files(facts)
     return stats
 
 
+def partial_files(facts: dict[str, FileFacts]) -> dict[str, str]:
+    """Files the parser failed on in part: path -> 'N construct(s) lost; first: <failure>'."""
+    return {p: f"{f.failures} construct(s) lost; first: {f.failure}"
+            for p, f in sorted(facts.items()) if f.failures}
+
+
 def _facts(chunks_path: Path) -> dict[str, FileFacts]:
-    raw = read_json(chunks_path.parent / FACTS)
+    return read_facts(chunks_path.parent / FACTS)
+
+
+def read_facts(path: Path) -> dict[str, FileFacts]:
+    raw = read_json(path)
     return {p: FileFacts.model_validate(f) for p, f in raw["files"].items()}
 
 
