@@ -286,6 +286,33 @@ def test_bad_shard_and_missing_inputs(tmp_path):
         explain_stage(*files(tmp_path), tmp_path / "e.jsonl", llm_settings())
 
 
+@pytest.mark.parametrize("missing", ["entities.jsonl", "project_structure.json"])
+def test_a_missing_entities_or_structure_input_is_an_error(tmp_path, missing):
+    """Not a run that quietly explains no entities (both are read before any model loads)."""
+    write_index(tmp_path, make_chunks())
+    (tmp_path / missing).unlink()
+    with pytest.raises(UserError, match=f"file not found: {tmp_path / missing}"):
+        explain_stage(*files(tmp_path), tmp_path / "e.jsonl", llm_settings())
+    with pytest.raises(UserError, match="file not found"):
+        explain_stage(tmp_path, None, None, tmp_path / "e.jsonl", llm_settings())  # index dir
+    shard = tmp_path / "shard0.jsonl"
+    shard.write_text("")
+    with pytest.raises(UserError, match="file not found"):
+        merge_explanations([shard], tmp_path / "m.jsonl", llm_settings(), *files(tmp_path))
+
+
+def test_entity_levels_need_their_inputs_named(tmp_path):
+    write_index(tmp_path, make_chunks())
+    shard = tmp_path / "shard0.jsonl"
+    shard.write_text("")
+    with pytest.raises(UserError, match=r"needs the entities file \(--entities\)"):
+        merge_explanations([shard], tmp_path / "m.jsonl", llm_settings(),
+                           chunks=tmp_path / "chunks.jsonl")
+    with pytest.raises(UserError, match=r"call chains needs the structure file \(--structure\)"):
+        merge_explanations([shard], tmp_path / "m.jsonl", llm_settings(),
+                           chunks=tmp_path / "chunks.jsonl", entities=tmp_path / "entities.jsonl")
+
+
 def test_apply_explanations_sets_matching_records():
     from codeteacher.contracts.models import Explanation
 

@@ -410,3 +410,15 @@ def test_partial_parse_is_reported_in_the_build_report(tmp_path, default_setting
     assert again.up_to_date and again.partial_files == report.partial_files
     _render_build(again)
     assert "src/deep.cpp" in capsys.readouterr().out
+
+
+def test_stage_embed_refuses_named_inputs_that_are_missing(minipic_index, tmp_path,
+                                                           default_settings):
+    """A named explanations or files.json input that is absent is an error, not 'none'."""
+    args = (minipic_index / st.CHUNKS, minipic_index / st.ENTITIES, tmp_path / "out",
+            default_settings)
+    with pytest.raises(UserError, match=f"missing file: {tmp_path / 'nope.jsonl'}"):
+        st.stage_embed(*args, explanations_path=tmp_path / "nope.jsonl")
+    with pytest.raises(UserError, match=f"missing file: {tmp_path / 'files.json'}"):
+        st.stage_embed(*args, files_json=tmp_path / "files.json")
+    assert not (tmp_path / "out").exists()

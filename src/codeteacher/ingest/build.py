@@ -132,7 +132,8 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
               work / st.STRUCTURE, work / st.ENTITIES)
         explained = timed("explain", _explain, work, cache, settings, progress)
         emb = timed("embed", st.stage_embed, work / st.CHUNKS, work / st.ENTITIES, work,
-                    settings, explanations_path=work / st.EXPLANATIONS, cache=cache,
+                    settings, cache=cache,  # explanations exist only when the stage ran
+                    explanations_path=work / st.EXPLANATIONS if explained else None,
                     progress=progress)
         manifest = timed("index", st.stage_index, work, work, settings, name, seconds)
         _link_papers(work, cache, settings)

@@ -223,13 +223,16 @@ def _records(chunks: list[Chunk], entities: list[Entity], explanations: list[Exp
 def stage_embed(chunks_path: Path, entities_path: Path, out_dir: Path, settings: Settings,
                 explanations_path: Path | None = None, cache: Path | None = None,
                 files_json: Path | None = None, progress: bool = False) -> dict[str, int]:
+    """Records (chunks + entities, with their explanations) and their vectors into out_dir.
+    A named input must exist (read_jsonl/read_model raise); only the default files.json beside
+    the chunks may be absent (then entities count as scope "other")."""
     chunks = read_jsonl(chunks_path, Chunk)
     entities = read_jsonl(entities_path, Entity)
-    explanations = (read_jsonl(explanations_path, Explanation)
-                    if explanations_path and Path(explanations_path).is_file() else [])
-    files_json = files_json or chunks_path.parent / FILES
+    explanations = read_jsonl(explanations_path, Explanation) if explanations_path else []
+    if files_json is None and (chunks_path.parent / FILES).is_file():
+        files_json = chunks_path.parent / FILES
     scopes = {f.path: f.scope for f in read_model(files_json, CollectReport).files} \
-        if Path(files_json).is_file() else {}
+        if files_json is not None else {}
     records = _records(chunks, entities, explanations, scopes)
     es = settings.embedding
     model_key = embed_model_id(es)
