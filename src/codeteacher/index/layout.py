@@ -102,3 +102,11 @@ class ChunkIds:
             cid = f"{base}~{n}"
         self._seen.add(cid)
         return cid
+
+
+def vector_key(model_id: str, text: str) -> str:
+    """Cache key of a record's vector (vector_keys.json): the model identity and the embedded
+    text. Paper linking reuses an index's vectors only when these keys match."""
+    import hashlib
+
+    return hashlib.sha1(f"{model_id}\0{text}".encode("utf-8", "replace")).hexdigest()

@@ -54,6 +54,7 @@ from ..index.layout import (  # noqa: F401
     VECTORS,
     embed_text,
     lexical_text,
+    vector_key,
 )
 from ..index.lexical import LexicalIndex, tokenize
 from .collect import collect, read_text
@@ -238,9 +239,7 @@ def stage_embed(chunks_path: Path, entities_path: Path, out_dir: Path, settings:
     model_key = embed_model_id(es)
     skip = set(es.skip_kinds)
     texts = [embed_text(r, es.max_code_chars) for r in records]
-    keys = ["" if r.kind in skip else
-            hashlib.sha1(f"{model_key}\0{t}".encode("utf-8", "replace")).hexdigest()
-            for r, t in zip(records, texts)]
+    keys = ["" if r.kind in skip else vector_key(model_key, t) for r, t in zip(records, texts)]
     old: dict[str, np.ndarray] = {}
     if cache and (cache / VECTOR_KEYS).is_file() and (cache / VECTORS).is_file():
         try:

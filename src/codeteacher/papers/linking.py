@@ -13,7 +13,10 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..contracts.errors import UserError
+from ..contracts.jsonio import read_jsonl, write_text
 from ..contracts.models import Chunk, PaperLink
+from ..embedding import model_id as embed_model_id
+from ..index.layout import RECORDS, VECTOR_KEYS, VECTORS, embed_text, vector_key
 from .citations import (
     Citation,
     RecordIndex,
@@ -21,7 +24,7 @@ from .citations import (
     citations_in_chunks,
     resolve,
 )
-from .library import Library, atomic_write_text
+from .library import Library
 from .model import PaperRecord
 from .scoring import CitationMap, Linker
 
@@ -48,18 +51,10 @@ class PaperLinksReport(BaseModel):
 # ---- index-directory entry points -------------------------------------------------------------
 
 def read_records(index_dir: Path) -> list[Chunk]:
-    path = Path(index_dir) / "records.jsonl"
+    path = Path(index_dir) / RECORDS
     if not path.is_file():
-        raise UserError(f"{index_dir}: no records.jsonl (build the index first)")
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    out.append(Chunk.model_validate_json(line))
-                except ValueError:
-                    raise UserError(f"{path}:{n}: not a valid record") from None
-    return out
+        raise UserError(f"{index_dir}: no {RECORDS} (build the index first)")
+    return read_jsonl(path, Chunk)
 
 
 def _repo_root(index_dir: Path) -> Path | None:
@@ -78,24 +73,21 @@ def _repo_root(index_dir: Path) -> Path | None:
 def index_vectors(index_dir: Path, records: list[Chunk], settings) -> dict[str, np.ndarray]:
     """The index's own record embeddings, if they verifiably belong to these records under the
     configured model (vector_keys.json hashes model + embedded text); else {} (embed anew)."""
-    import hashlib
-
     try:
-        from ..index.layout import embed_text
-
-        keys = json.loads((index_dir / "vector_keys.json").read_text(encoding="utf-8"))
-        vecs = np.load(index_dir / "vectors.npy", mmap_mode="r")
-    except (ImportError, OSError, ValueError):
-        return {}
+        keys = json.loads((index_dir / VECTOR_KEYS).read_text(encoding="utf-8"))
+        vecs = np.load(index_dir / VECTORS, mmap_mode="r")
+    except (OSError, ValueError):
+        return {}  # no usable vectors: embed anew
     es = settings.embedding
-    model_key = f"{es.model}@{es.max_seq_length}"
+    model_key = embed_model_id(es)
     if not (len(keys) == len(vecs) == len(records)):
         return {}
     for r, k in zip(records, keys):
-        text = embed_text(r, es.max_code_chars)
-        if hashlib.sha1(f"{model_key}\0{text}".encode("utf-8", "replace")).hexdigest() != k:
+        if k and vector_key(model_key, embed_text(r, es.max_code_chars)) != k:
             return {}
-    return {r.id: np.asarray(vecs[i], dtype=np.float32) for i, r in enumerate(records)}
+    # records of skipped kinds (key "") have no vector in the index: the linker embeds them
+    return {r.id: np.asarray(vecs[i], dtype=np.float32) for i, (r, k) in
+            enumerate(zip(records, keys)) if k}
 
 
 def gather_citations(records: list[Chunk], index: RecordIndex,
@@ -166,7 +158,7 @@ def build_paper_links(index_dir: str | Path, library_path: str | Path | None = N
         "citations": [c.model_dump(mode="json", exclude_defaults=True) for c in cites],
     }
     out = index_dir / LINKS_FILE
-    atomic_write_text(out, json.dumps(doc, indent=1, ensure_ascii=False))
+    write_text(out, json.dumps(doc, indent=1, ensure_ascii=False))
     unresolved = sorted({f"{c.path}{f':{c.line}' if c.line else ''}: "
                          f"{' '.join(c.text.split())} ({c.resolution})"
                          for c in cites if not c.resolved})

@@ -20,10 +20,11 @@ from urllib.parse import quote
 from pydantic import BaseModel, Field
 
 from ..contracts.errors import UserError
+from ..contracts.jsonio import write_text
 from ..contracts.settings.papers import PaperOnlineSettings
 from . import identity
 from .formats import record_from_csl
-from .library import Library, atomic_write_text
+from .library import Library
 from .model import PaperRecord, merge_records
 
 
@@ -89,7 +90,7 @@ class _Http:
             else:
                 if resp.status_code == 200:
                     if cache:
-                        atomic_write_text(cache, json.dumps({"url": str(resp.url),
+                        write_text(cache, json.dumps({"url": str(resp.url),
                                                              "body": resp.text}))
                     return resp.text
                 if resp.status_code == 404:
