@@ -382,11 +382,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
     _add_ask_args(sub.add_parser("ask", help="ask a question (same as the `ask` command)"))
     _add_stage_parser(sub)
-    for module in ("serve", "evaluation.cli", "papers.cli"):
-        try:
-            mod = __import__(f"codeteacher.{module}", fromlist=["register"])
-        except ImportError:
-            continue
+    # Our own modules: a broken import must fail loudly, never drop a subcommand.
+    from ..evaluation import cli as eval_cli
+    from ..papers import cli as papers_cli
+    from . import serve
+
+    for mod in (serve, eval_cli, papers_cli):
         mod.register(sub)
     return parser
 
