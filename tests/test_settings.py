@@ -69,6 +69,21 @@ def test_wrong_type_is_named(tmp_path, data, key):
     assert f"invalid setting '{key}'" in msg
 
 
+@pytest.mark.parametrize("data, key", [
+    ({"routing": {"default_profile": "tiny"}}, "routing.default_profile"),
+    ({"routing": {"intents": {"testing": {"cues": ["x"], "profile": "wide"}}}},
+     "routing.intents.testing.profile"),
+    ({"expansion": {"profiles": {"minimal": {"call": 1, "owner": 1, "file_symbols": 1,
+                                             "module_files": 1, "include": 0, "total": 2}}}},
+     "routing.default_profile"),  # 'balanced' dropped while routing still names it
+])
+def test_unknown_expansion_profile_is_a_settings_error(tmp_path, data, key):
+    """Never a silent fallback to another profile at query time."""
+    msg = _error(_write(tmp_path, data))
+    assert f"invalid setting '{key}': unknown expansion profile" in msg, msg
+    assert "expansion.profiles has" in msg
+
+
 def test_bad_files(tmp_path):
     assert "not valid JSON" in _error(_write(tmp_path, "{retrieval: 1"))
     assert "JSON object" in _error(_write(tmp_path, "[1, 2]"))

@@ -31,9 +31,7 @@ def _included(store: IndexStore, path: str, qvec: np.ndarray, n: int) -> list[in
 def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profile_name: str,
            settings: ExpansionSettings, make_candidate) -> list[tuple[int, str, str]]:
     """Add neighbours to `cands` (idx -> Candidate); returns (idx, relation, seed id) added."""
-    prof = settings.profiles.get(profile_name) or settings.profiles.get("balanced")
-    if prof is None:
-        return []
+    prof = settings.profiles[profile_name]  # Settings validates every routed profile name
     added: list[tuple[int, str, str]] = []
     records = store.records
 

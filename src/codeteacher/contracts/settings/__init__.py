@@ -10,7 +10,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from ..errors import UserError
 from .evaluation import EvalSettings
@@ -135,6 +136,21 @@ class Settings(Section):
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     evaluation: EvalSettings = Field(default_factory=EvalSettings)
 
+    @model_validator(mode="after")
+    def _profiles_exist(self) -> "Settings":
+        """Every expansion profile routing names exists: an unknown one would otherwise fall
+        back silently to some other profile (or to no expansion at all)."""
+        known = self.expansion.profiles
+        uses = {"routing.default_profile": self.routing.default_profile}
+        uses.update({f"routing.intents.{k}.profile": r.profile
+                     for k, r in self.routing.intents.items()})
+        for where, name in uses.items():
+            if name not in known:
+                raise PydanticCustomError(
+                    "unknown_profile", "unknown expansion profile '{name}' (expansion.profiles "
+                    "has {known})", {"where": where, "name": name, "known": ", ".join(known)})
+        return self
+
     def index_signature(self) -> str:
         """Hash of the settings that change what an index holds."""
         relevant = {k: getattr(self, k).model_dump(mode="json")
@@ -160,7 +176,7 @@ def find_settings_file(explicit: str | Path | None = None) -> Path | None:
 
 def _format_error(err: ValidationError, source: str) -> str:
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
+    loc = ".".join(str(p) for p in first["loc"]) or (first.get("ctx") or {}).get("where", "")
     if first["type"] == "extra_forbidden":
         return f"{source}: unknown setting '{loc}'"
     return f"{source}: invalid setting '{loc}': {first['msg']}"
