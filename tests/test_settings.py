@@ -51,6 +51,10 @@ def test_repository_runtime_settings_file_validates(repo_root):
     ({"retrieval": {"k": 3, "kk": 4}}, "retrieval.kk"),
     ({"papers": {"online": {"enabled": False, "mail_to": "x"}}}, "papers.online.mail_to"),
     ({"papers": {"weights": {"semantics": 0.2}}}, "papers.weights.semantics"),
+    # removed: they did nothing (the answer context is fitted in answer/llm.build_context)
+    ({"context_filter": {"token_budget": 1800}}, "context_filter.token_budget"),
+    ({"context_filter": {"chars_per_token": 3.6}}, "context_filter.chars_per_token"),
+    ({"context_filter": {"max_chunk_chars": 1400}}, "context_filter.max_chunk_chars"),
 ])
 def test_unknown_key_is_named(tmp_path, data, key):
     msg = _error(_write(tmp_path, data))

@@ -156,9 +156,6 @@ class ExpansionSettings(_S):
 
 class ContextFilterSettings(_S):
     enabled: bool = Field(default=True)
-    token_budget: int = Field(default=1800, description="Tokens of context for the answer model.")
-    chars_per_token: float = Field(default=3.6, description="Estimate when no tokenizer is used.")
-    max_chunk_chars: int = Field(default=1400, description="Code shown per chunk in the context.")
     min_info: float = Field(default=0.25, description="Chunks below this information score are "
                             "dropped when a stronger chunk from the same place carries them.")
 
