@@ -75,7 +75,8 @@ class EmbeddingSettings(Section):
     max_seq_length: int = Field(default=128, description="Tokens per embedded text: the "
                                 "structured header and the first lines of code carry the signal; "
                                 "128 halves the cost of 256 at equal benchmark recall.")
-    batch_size: int = Field(default=64)
+    batch_size: int = Field(default=64, description="Texts embedded per model call (memory vs. "
+                            "per-call overhead; results do not depend on it).")
     device: str = Field(default="cpu", description="cpu | cuda | auto")
     max_code_chars: int = Field(default=1600, description="Code characters in the embedded text "
                                 "after the structured header (the model truncates anyway).")
@@ -123,18 +124,31 @@ class RetrievalSettings(Section):
 
 
 class Settings(Section):
-    collect: CollectSettings = Field(default_factory=CollectSettings)
-    chunking: ChunkSettings = Field(default_factory=ChunkSettings)
-    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
-    routing: RoutingSettings = Field(default_factory=RoutingSettings)
-    rerank: RerankSettings = Field(default_factory=RerankSettings)
-    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
-    context_filter: ContextFilterSettings = Field(default_factory=ContextFilterSettings)
-    cross_encoder: CrossEncoderSettings = Field(default_factory=CrossEncoderSettings)
-    papers: PaperSettings = Field(default_factory=PaperSettings)
-    generation: GenerationSettings = Field(default_factory=GenerationSettings)
-    evaluation: EvalSettings = Field(default_factory=EvalSettings)
+    collect: CollectSettings = Field(default_factory=CollectSettings,
+                                     description="Which files of a repository are indexed.")
+    chunking: ChunkSettings = Field(default_factory=ChunkSettings,
+                                    description="How files are cut into chunks.")
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings,
+                                         description="The embedding model and how it runs.")
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings,
+                                         description="Candidate retrieval, fusion and selection.")
+    routing: RoutingSettings = Field(default_factory=RoutingSettings,
+                                     description="Question intent and requested entity types.")
+    rerank: RerankSettings = Field(default_factory=RerankSettings,
+                                   description="Metadata reranking of the fused candidates.")
+    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings,
+                                         description="Graph neighbours added to the top results.")
+    context_filter: ContextFilterSettings = Field(
+        default_factory=ContextFilterSettings,
+        description="Dropping weak chunks that a stronger selected chunk already carries.")
+    cross_encoder: CrossEncoderSettings = Field(default_factory=CrossEncoderSettings,
+                                                description="The optional cross-encoder rerank.")
+    papers: PaperSettings = Field(default_factory=PaperSettings,
+                                  description="The paper library and code-paper links.")
+    generation: GenerationSettings = Field(default_factory=GenerationSettings,
+                                           description="LLM backends, prompts and budgets.")
+    evaluation: EvalSettings = Field(default_factory=EvalSettings,
+                                     description="Benchmark runs, scoring and judging.")
 
     @model_validator(mode="after")
     def _profiles_exist(self) -> "Settings":
