@@ -108,7 +108,7 @@ class RetrievalSettings(Section):
     sibling_file_factor: float = Field(default=0.6, description="Share of the file bonus for "
                                        "a sibling (X.cpp when X.h is named).")
     stem_file_factor: float = Field(default=0.1, description="Share of the file bonus for a "
-                                    "file named by an identifier equal to its stem (mpiP).")
+                                    "file named by an identifier equal to its stem (runBench).")
     exact_symbol_bonus: float = Field(default=0.6, description="Added for a symbol named in the "
                                       "question whose definition is this chunk.")
     file_scoped_k: int = Field(default=3, description="Best chunks kept inside each mentioned file.")
