@@ -13,6 +13,7 @@ from .answer.extractive import extractive_answer, to_evidence
 from .contracts.errors import UserError
 from .contracts.models import AskResult, Chunk, SearchHit
 from .contracts.settings import Settings, load_settings
+from .index.layout import file_node, module_node, split_node, sym_node
 from .index.store import IndexStore
 from .ingest.build import BuildReport, build_index  # noqa: F401  (part of the API)
 from .retrieval.search import Trace, search
@@ -245,10 +246,10 @@ class Engine:
         chunks = self.find_symbol(symbol)
         if not chunks:
             raise UserError(f"unknown symbol: {symbol}")
-        return [f"sym:{c.id}" for c in chunks if c.kind != "function_part"]
+        return [sym_node(c.id) for c in chunks if c.kind != "function_part"]
 
     def _neighbour(self, relation: str, node: str) -> GraphNeighbour:
-        kind, _, ident = node.partition(":")
+        kind, ident = split_node(node)
         if kind == "sym":
             i = self.store.by_id.get(ident)
             if i is not None:
@@ -276,9 +277,9 @@ class Engine:
         """Every graph neighbour of a symbol, file or folder, labelled by relation."""
         key = symbol_or_path.strip()
         if key.rstrip("/") in self.store.modules:
-            nodes = [f"module:{key.rstrip('/')}"]
+            nodes = [module_node(key.rstrip("/"))]
         elif self._indexed_path(key) in self.store.manifest.files:
-            nodes = [f"file:{self._indexed_path(key)}"]
+            nodes = [file_node(self._indexed_path(key))]
         else:
             nodes = self._symbol_nodes(key)
         out = []

@@ -211,3 +211,7 @@ class ParsedFile(BaseModel):
     includes: list[str] = Field(default_factory=list)  # include targets as written
     leading_comment: str = ""  # the file's top comment (licence banners excluded if possible)
     parse_errors: int = 0  # tree-sitter ERROR nodes seen (tolerated)
+    # Constructs our parser failed on (their chunks are missing), and the first such failure;
+    # the build report lists every file with failures, so a partial parse is never silent.
+    failures: int = 0
+    failure: str = ""

@@ -44,20 +44,16 @@ def _first_line(exc: BaseException) -> str:
 
 
 def load_engine(index_dir: Path, settings):
-    try:
-        from ..api import Engine
-    except ImportError as exc:
-        raise UserError(f"the retrieval engine is unavailable (codeteacher.api: {exc})") from None
+    from ..api import Engine  # imported here: scoring-only commands need no engine
+
     return Engine.load(index_dir, settings)
 
 
 def warm_up(engine, question: str) -> None:
-    """Load the engine's models before the clock runs, so latencies exclude loading."""
+    """Load the engine's models before the clock runs, so latencies exclude loading. A model
+    that cannot load stops the run here with its error (every question would fail on it)."""
     warm = getattr(engine, "warm_up", None)
-    try:
-        warm() if callable(warm) else engine.search(question, k=1)
-    except Exception:  # noqa: BLE001 - the question itself will report the problem
-        pass
+    warm() if callable(warm) else engine.search(question, k=1)
 
 
 def _spans(items) -> list[dict]:

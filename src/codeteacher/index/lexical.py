@@ -1,8 +1,8 @@
 """Identifier-aware tokens and the BM25 index (bm25s) built over them.
 
-Code search fails with plain word tokenisers: `FFTPoissonSolver` must match "poisson solver"
-and "FFTPoissonSolver" alike. So each identifier yields itself (lower-cased) plus its camelCase
-and snake_case parts; qualified names also yield their last component.
+Code search fails with plain word tokenisers: `SparseMatrixBuilder` must match "sparse matrix
+builder" and "SparseMatrixBuilder" alike. So each identifier yields itself (lower-cased) plus
+its camelCase and snake_case parts; qualified names also yield their last component.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def stem(word: str) -> str:
     'scattering' -> 'scatter'. Enough to join prose with identifiers; never overreaches."""
     if len(word) <= 4 or not word.isalpha():
         return word
-    if word.endswith(("is", "us", "ss")):  # "boris", "stimulus", "class": not plurals
+    if word.endswith(("is", "us", "ss")):  # "analysis", "stimulus", "class": not plurals
         return word
     for suffix in ("ing", "ed", "es", "s", "e"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
@@ -74,8 +74,8 @@ _CONNECTORS = {"in", "of", "and", "to", "on", "for"}
 
 
 def acronyms(text: str, vocab) -> list[str]:
-    """Acronyms of 2-4 consecutive words that the corpus uses as tokens ("conjugate gradient"
-    -> "cg"); code names things by acronym far more often than prose does."""
+    """Acronyms of 2-4 consecutive words that the corpus uses as tokens ("message passing
+    interface" -> "mpi"); code names things by acronym far more often than prose does."""
     words = re.findall(r"[A-Za-z][A-Za-z0-9]*", text.lower())
     out: list[str] = []
     for i in range(len(words)):

@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..contracts.errors import UserError
+from ..contracts.jsonio import write_text
 from .formats import load_file, to_bibtex
-from .library import ImportReport, Library, atomic_write_text, to_jsonl
+from .library import ImportReport, Library, to_jsonl
 
 
 def _settings(settings):
@@ -91,5 +92,5 @@ def export_library(fmt: str, out: str | Path | None = None, library=None, settin
     else:
         raise UserError(f"unknown export format '{fmt}' (jsonl or bibtex)")
     if out:
-        atomic_write_text(Path(out), text)
+        write_text(Path(out), text)
     return text

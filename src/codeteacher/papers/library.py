@@ -8,14 +8,13 @@ written, and every change happens inside one transaction.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..contracts.errors import UserError
+from ..contracts.jsonio import atomic_path, write_text
 from . import identity
 from .model import PaperRecord, is_same_work, merge_records
 from .state import bump_generation
@@ -58,19 +57,6 @@ def snapshot_path(path: Path) -> Path:
     return path.with_suffix(".jsonl")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write next to the target and rename over it, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def fts_query(text: str, max_terms: int = 32) -> str:
     """Free text -> an FTS5 OR-query of quoted terms (no FTS syntax from user text survives)."""
     terms = [t for t in re.findall(r"[^\W_]+", identity.fold(text)) if len(t) > 1 and t not in _STOP]
@@ -108,20 +94,13 @@ class Library:
     @staticmethod
     def _create(path: Path) -> None:
         """Build the empty schema in a temp file and rename it into place (never half a file)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        try:
+        with atomic_path(path) as tmp:
             conn = sqlite3.connect(tmp)
             with conn:
                 conn.executescript(_SCHEMA)
                 conn.executemany("INSERT INTO meta VALUES (?, ?)",
                                  [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))])
             conn.close()
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
     @staticmethod
     def _check_file(path: Path) -> None:
@@ -286,7 +265,7 @@ class Library:
         if path is None and not self.snapshot:
             return None
         target = path or snapshot_path(self.path)
-        atomic_write_text(target, to_jsonl(self.all()))
+        write_text(target, to_jsonl(self.all()))
         return target
 
 

@@ -14,11 +14,14 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..contracts.errors import UserError
+from ..contracts.jsonio import read_jsonl, write_text
 from ..contracts.models import Chunk, PaperLink
-from .citations import Citation, RecordIndex, citations_from_cff, citations_in_chunks, resolve
-from .library import Library, atomic_write_text
+from ..embedding import model_id as embed_model_id
+from ..index.layout import RECORDS, VECTOR_KEYS, VECTORS, embed_text, vector_key
 from . import state as S
 from . import vectors as PV
+from .citations import Citation, RecordIndex, citations_from_cff, citations_in_chunks, resolve
+from .library import Library
 from .model import PaperRecord
 from .scoring import CitationMap, Linker
 
@@ -45,18 +48,10 @@ class PaperLinksReport(BaseModel):
 # ---- index-directory entry points -------------------------------------------------------------
 
 def read_records(index_dir: Path) -> list[Chunk]:
-    path = Path(index_dir) / "records.jsonl"
+    path = Path(index_dir) / RECORDS
     if not path.is_file():
-        raise UserError(f"{index_dir}: no records.jsonl (build the index first)")
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    out.append(Chunk.model_validate_json(line))
-                except ValueError:
-                    raise UserError(f"{path}:{n}: not a valid record") from None
-    return out
+        raise UserError(f"{index_dir}: no {RECORDS} (build the index first)")
+    return read_jsonl(path, Chunk)
 
 
 def _repo_root(index_dir: Path) -> Path | None:
@@ -75,8 +70,8 @@ def _repo_root(index_dir: Path) -> Path | None:
 def _vector_files(index_dir: Path, records: list[Chunk]) -> tuple | None:
     """(vector keys, vectors (memory-mapped), row of each chunk id), or None if unreadable."""
     try:
-        keys = json.loads((index_dir / "vector_keys.json").read_text(encoding="utf-8"))
-        vecs = np.load(index_dir / "vectors.npy", mmap_mode="r")
+        keys = json.loads((index_dir / VECTOR_KEYS).read_text(encoding="utf-8"))
+        vecs = np.load(index_dir / VECTORS, mmap_mode="r")
     except (OSError, ValueError):
         return None
     if not (len(keys) == len(vecs) == len(records)):
@@ -92,17 +87,12 @@ def index_vectors(index_dir: Path, records: list[Chunk], settings,
     model + text; kinds the index does not embed have an empty key). A chunk without a vector
     of its own takes its whole's (a split part is about what its function is about). Any
     mismatch means {} (embed anew)."""
-    import hashlib
-
-    from ..embedding import model_id
-    from ..index.layout import embed_text
-
     files = files or _vector_files(index_dir, records)
     if files is None:
         return {}
     keys, vecs, row = files
     es = settings.embedding
-    model_key = model_id(es)
+    model_key = embed_model_id(es)
     wanted = records if only is None else [records[row[i]] for i in only if i in row]
     wanted += [records[row[r.parent_id]] for r in wanted
                if r.parent_id in row and not keys[row[r.id]]]
@@ -112,7 +102,7 @@ def index_vectors(index_dir: Path, records: list[Chunk], settings,
         if not keys[i] or r.id in out:
             continue
         text = embed_text(r, es.max_code_chars)
-        if hashlib.sha1(f"{model_key}\0{text}".encode("utf-8", "replace")).hexdigest() != keys[i]:
+        if vector_key(model_key, text) != keys[i]:
             return {}
         out[r.id] = np.asarray(vecs[i], dtype=np.float32)
     for r in wanted:
@@ -304,7 +294,7 @@ class IndexState:
             self._df = corpus_term_df(self.corpus, self.terms)
             cites = citations_in_chunks(self.records)
             try:
-                atomic_write_text(path, json.dumps({
+                write_text(path, json.dumps({
                     "records": tag, "n": self._df[0], "df": self._df[1], "terms": self.terms,
                     "citations": [c.model_dump(mode="json", exclude_defaults=True)
                                   for c in cites]}, separators=(",", ":")))
@@ -398,7 +388,7 @@ def build_paper_links(index_dir: str | Path, library_path: str | Path | None = N
         "citations": [c.model_dump(mode="json", exclude_defaults=True) for c in cites],
     }
     out = index_dir / LINKS_FILE
-    atomic_write_text(out, json.dumps(doc, indent=1, ensure_ascii=False))
+    write_text(out, json.dumps(doc, indent=1, ensure_ascii=False))
     unresolved = sorted({f"{c.path}{f':{c.line}' if c.line else ''}: "
                          f"{' '.join(c.text.split())} ({c.resolution})"
                          for c in cites if not c.resolved})

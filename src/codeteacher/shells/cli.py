@@ -35,6 +35,7 @@ def _render_build(report) -> None:
         con.print(f"index '{report.name}' → {report.out}: up to date ({report.files} files "
                   f"unchanged, {report.reused_vectors} records kept; "
                   f"{sum(report.stage_seconds.values()):.2f} s)")
+        _render_partial(con, report)
         return
     t = Table(title=f"index '{report.name}' → {report.out}", show_lines=False)
     t.add_column("what")
@@ -43,6 +44,8 @@ def _render_build(report) -> None:
     for reason, n in sorted(report.skipped.items()):
         t.add_row(f"  skipped: {reason}", str(n))
     t.add_row("files parsed / reused", f"{report.parsed} / {report.reused_files}")
+    if report.partial_files:
+        t.add_row("files parsed in part", str(len(report.partial_files)))
     for kind, n in sorted(report.chunks_by_kind.items(), key=lambda kv: -kv[1]):
         t.add_row(f"chunks: {kind}", str(n))
     for typ, n in sorted(report.edges_by_type.items()):
@@ -57,6 +60,19 @@ def _render_build(report) -> None:
         t.add_row(f"seconds: {stage}", f"{sec:.2f}")
     t.add_row("seconds: total", f"{sum(report.stage_seconds.values()):.2f}")
     con.print(t)
+    _render_partial(con, report)
+
+
+def _render_partial(con, report, shown: int = 10) -> None:
+    """Files the parser failed on in part: never hidden in a successful build's table."""
+    if not report.partial_files:
+        return
+    con.print(f"warning: {len(report.partial_files)} file(s) parsed only in part "
+              "(their other chunks are indexed):", markup=False)
+    for path, what in list(report.partial_files.items())[:shown]:
+        con.print(f"  {path}: {what}", markup=False)
+    if len(report.partial_files) > shown:
+        con.print(f"  ... and {len(report.partial_files) - shown} more (--json lists all)")
 
 
 def cmd_index(args) -> int:
@@ -366,11 +382,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
     _add_ask_args(sub.add_parser("ask", help="ask a question (same as the `ask` command)"))
     _add_stage_parser(sub)
-    # Our own modules: an import error here is a bug and must fail loudly, not drop a command.
-    import importlib
+    # Our own modules: a broken import must fail loudly, never drop a subcommand.
+    from ..evaluation import cli as eval_cli
+    from ..papers import cli as papers_cli
+    from . import serve
 
-    for module in ("shells.serve", "evaluation.cli", "papers.cli"):
-        importlib.import_module(f"codeteacher.{module}").register(sub)
+    for mod in (serve, eval_cli, papers_cli):
+        mod.register(sub)
     return parser
 
 

@@ -44,9 +44,12 @@ class PaperOnlineSettings(_Section):
                           "arXiv). Off by default: the library works entirely offline.")
     mailto: str = Field(default="", description="Contact e-mail sent to OpenAlex/Crossref for "
                         "their polite pools.")
-    openalex_url: str = Field(default="https://api.openalex.org")
-    crossref_url: str = Field(default="https://api.crossref.org")
-    arxiv_url: str = Field(default="https://export.arxiv.org/api/query")
+    openalex_url: str = Field(default="https://api.openalex.org",
+                              description="OpenAlex API base URL (a mirror or a test server).")
+    crossref_url: str = Field(default="https://api.crossref.org",
+                              description="Crossref API base URL.")
+    arxiv_url: str = Field(default="https://export.arxiv.org/api/query",
+                           description="arXiv query API URL.")
     timeout_s: float = Field(default=20.0, description="Per-request timeout.")
     max_retries: int = Field(default=4, description="Retries on 429/5xx/connection errors.")
     backoff_s: float = Field(default=1.0, description="First retry delay, doubled each retry; a "
@@ -115,5 +118,7 @@ class PaperSettings(_Section):
     ann_ef_search: int = Field(default=96, description="HNSW search breadth: well above "
                                "dense_k, so the true nearest papers are found, at well under a "
                                "millisecond a query.")
-    weights: PaperLinkWeights = Field(default_factory=PaperLinkWeights)
-    online: PaperOnlineSettings = Field(default_factory=PaperOnlineSettings)
+    weights: PaperLinkWeights = Field(default_factory=PaperLinkWeights,
+                                      description="How the link signals combine into a score.")
+    online: PaperOnlineSettings = Field(default_factory=PaperOnlineSettings,
+                                        description="Optional online sources (off by default).")
