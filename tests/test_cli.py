@@ -88,7 +88,7 @@ def test_ask_batch_mode_prints_one_json_object_per_question(ask_runs):
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     assert len(lines) == 2
     objs = [json.loads(ln) for ln in lines]
-    assert [o["id"] for o in objs] == ["cic", 7]
+    assert [o["id"] for o in objs] == ["cic", "7"]  # ids are text, as in `codeteacher eval`
     assert objs[0]["question"] == CIC
     for o in objs:
         assert {"question", "answer", "evidence", "papers", "timings_ms"} <= set(o)
@@ -247,9 +247,9 @@ def _error_cases(tmp: Path, index: Path) -> dict[str, tuple[list[str], str]]:
         "ask-question-file-not-json": (ASK + ["--questions", str(bad_json), "--index", idx],
                                        "not valid JSON"),
         "ask-question-file-wrong-shape": (ASK + ["--questions", str(bad_shape), "--index", idx],
-                                          "must look like"),
+                                          "a question file looks like"),
         "ask-question-file-a-list": (ASK + ["--questions", str(bad_list), "--index", idx],
-                                     "must look like"),
+                                     "a question file looks like"),
         "ask-question-file-missing": (ASK + ["--questions", str(tmp / "none.json"), "--index",
                                              idx], "not found"),
         "ask-no-question": (ASK + ["--index", idx], "QUESTION"),

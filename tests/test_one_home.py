@@ -24,3 +24,18 @@ def test_no_second_stemmer_or_splitter():
             if isinstance(node, ast.FunctionDef) and node.name in ("stem", "split_identifier"):
                 defined.setdefault(node.name, []).append(str(path.relative_to(SRC)))
     assert defined == {"stem": ["index/lexical.py"], "split_identifier": ["index/lexical.py"]}
+
+
+def test_one_progress_display(capsys):
+    from codeteacher.contracts.progress import stage_progress
+
+    with stage_progress() as report:
+        report("answering", 1, 4)
+        report("answering", 4, 4)
+        report("judging", 2, 2)
+    err = capsys.readouterr()
+    assert "answering" in err.err and "4/4" in err.err and "judging" in err.err
+    assert err.out == ""  # stdout holds results only
+    users = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
+             if "rich.progress" in p.read_text(encoding="utf-8")]
+    assert users == ["contracts/progress.py"]

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..contracts.errors import UserError
-from ..contracts.jsonio import write_json
+from ..contracts.jsonio import write_json, write_text
 from .io import (
     ANSWERS_FILE,
     SCHEMA,
@@ -191,7 +191,7 @@ def run_eval(questions_path: str | Path, index_dir: str | Path, out_dir: str | P
     scores = score_run(doc, references, corpus, cfg, label=meta["run_label"],
                        judgments=judgments, question_count=len(questions))
     write_json(out_dir / "scores.json", scores)
-    (out_dir / "report.md").write_text(render_report(scores, doc), encoding="utf-8")
+    write_text(out_dir / "report.md", render_report(scores, doc))
     return {"asked": len(todo), "kept": len(kept), "failed": failed, "scores": scores,
             "judge_error": judgments["judge"].get("error")}
 

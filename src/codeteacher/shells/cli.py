@@ -181,33 +181,22 @@ def _default_index() -> str:
                     "`codeteacher index PATH`)")
 
 
-def _load_questions(path: str) -> list[dict]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"question file not found: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"question file {path} is not valid JSON: {exc}") from None
-    qs = data.get("questions") if isinstance(data, dict) else None
-    if not isinstance(qs, list) or not all(isinstance(q, dict) and isinstance(q.get("question"), str)
-                                           and q.get("id") is not None for q in qs):
-        raise UserError(f"question file {path} must look like "
-                        '{"questions": [{"id": ..., "question": "..."}]}')
-    return qs
-
-
 def cmd_ask(args) -> int:
     from ..api import Engine
     from ..retrieval.search import Trace
 
     if not args.question and not args.questions:
         raise UserError("give a QUESTION or --questions FILE")
-    questions = _load_questions(args.questions) if args.questions else None
+    questions = None
+    if args.questions:  # the one question-file reader, shared with `codeteacher eval`
+        from ..evaluation.io import QuestionFile
+
+        questions = QuestionFile.load(args.questions).questions
     engine = Engine.load(args.index or _default_index(), _settings(args))
     if questions is not None:
         for q in questions:
-            res = engine.ask(q["question"], k=args.k)
-            print(json.dumps({"id": q["id"], **res.to_json_dict()}, ensure_ascii=False))
+            res = engine.ask(q.question, k=args.k)
+            print(json.dumps({"id": q.id, **res.to_json_dict()}, ensure_ascii=False))
             sys.stdout.flush()
         return 0
     question = " ".join(args.question)
