@@ -10,9 +10,10 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-import bm25s
 import numpy as np
-from bm25s.tokenization import Tokenized
+
+# bm25s (and its scipy) is imported where an index is built or loaded: the tokenizer alone,
+# which query analysis uses, needs none of it.
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -100,7 +101,7 @@ def acronyms(text: str, vocab) -> list[str]:
 class LexicalIndex:
     """BM25 over token lists; scores for every document at once (corpora are small)."""
 
-    def __init__(self, retriever: bm25s.BM25, df: dict[str, int] | None = None):
+    def __init__(self, retriever, df: dict[str, int] | None = None):
         self._r = retriever
         self.vocab = retriever.vocab_dict
         self.df = df or {}
@@ -115,6 +116,9 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, docs: list[list[str]]) -> "LexicalIndex":
+        import bm25s
+        from bm25s.tokenization import Tokenized
+
         vocab: dict[str, int] = {}
         ids = [[vocab.setdefault(t, len(vocab)) for t in d] or [vocab.setdefault("", len(vocab))]
                for d in docs]
@@ -142,6 +146,8 @@ class LexicalIndex:
     @classmethod
     def load(cls, folder: Path) -> "LexicalIndex":
         import json
+
+        import bm25s
 
         df_file = Path(folder) / "df.json"
         df = json.loads(df_file.read_text(encoding="utf-8")) if df_file.is_file() else {}
