@@ -106,7 +106,9 @@ def reingest(repo: Path, index: Path, header: str | None, backend: str, tmp: Pat
     shutil.copytree(index, ix)
     target = r / header if header else sorted(p for p in r.rglob("*.h*") if p.is_file()
                                               and p.suffix in (".h", ".hpp", ".hh"))[0]
-    target.write_text(target.read_text(errors="replace") + "\n// edited by the benchmark\n")
+    # At the top: the file record's text changes, so a vector is re-embedded as after a real
+    # edit (a comment appended at the end changes no embedded text and loads no model).
+    target.write_text("// edited by the benchmark\n" + target.read_text(errors="replace"))
     name = json.loads((index / "manifest.json").read_text())["name"]
     settings = _settings_file(work, backend=backend)
     # One untimed rebuild first: the copy's root differs from the index's (a full re-check);

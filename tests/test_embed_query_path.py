@@ -21,8 +21,8 @@ from codeteacher.ingest.build import build_index
 
 pytestmark = pytest.mark.skipif(not onnx_available(), reason="onnxruntime is not installed")
 
-HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn", "tree_sitter",
-         "tree_sitter_cpp", "llama_cpp", "httpx")
+HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn", "bm25s", "scipy",
+         "tree_sitter", "tree_sitter_cpp", "llama_cpp", "httpx")
 QUESTIONS = ["how are particles pushed in time?", "where is charge deposited on the mesh",
              "which solver handles the Poisson equation", "halo exchange between ranks",
              "what does the configuration hold"]
@@ -108,3 +108,22 @@ def test_an_index_is_queried_alike_by_either_query_backend(built, index_backend)
         assert top["torch"][:3] == top["onnx"][:3], q
         overlap.append(len(set(top["torch"]) & set(top["onnx"])) / max(1, len(top["torch"])))
     assert min(overlap) >= 0.9, overlap
+
+
+def test_saved_bm25_scores_equal_bm25s(minipic_index):
+    """The numpy reader of the saved BM25 matrix (no bm25s/scipy import on the query path)
+    gives bm25s's own scores, bit for bit, for single words, phrases and unknown words."""
+    import bm25s
+
+    from codeteacher.index.lexical import LexicalIndex, SavedScores, tokenize
+
+    ours = LexicalIndex.load(minipic_index / "bm25")
+    assert isinstance(ours._r, SavedScores)
+    theirs = LexicalIndex(bm25s.BM25.load(str(minipic_index / "bm25"), show_progress=False))
+    vocab = sorted(t for t in ours.vocab if t)
+    queries = [[t] for t in vocab[::7]] + [tokenize(q) for q in QUESTIONS] + [["zzqx-unknown"]]
+    queries += [vocab[i:i + 5] for i in range(0, len(vocab), 37)]
+    for toks in queries:
+        a, b = ours.scores(toks), theirs.scores(toks)
+        assert a.dtype == b.dtype == np.float32 and np.array_equal(a, b), toks
+    assert ours.n_docs == theirs.n_docs and ours.vocab == theirs.vocab
