@@ -15,7 +15,6 @@ from .contracts.models import AskResult, Chunk, SearchHit
 from .contracts.settings import Settings, load_settings
 from .index.layout import file_node, module_node, split_node, sym_node
 from .index.store import IndexStore
-from .ingest.build import BuildReport, build_index  # noqa: F401  (part of the API)
 from .retrieval.search import Trace, search
 
 
@@ -50,6 +49,16 @@ class IndexStatus(BaseModel):
     new_files: int = 0
 
 
+def __getattr__(name: str):
+    """`build_index` and `BuildReport` are part of the API, imported on first use: answering
+    questions needs none of the ingest side (tree-sitter, the parsers)."""
+    if name in ("BuildReport", "build_index"):
+        from .ingest import build
+
+        return getattr(build, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 2)
 
@@ -63,10 +72,16 @@ class Engine:
         self._embedder = None
         self._generator = None
         self.loaded_mtime = (store.path / "manifest.json").stat().st_mtime
+        self.load_ms: dict[str, float] = {}  # index / model load times, shown by the first ask
+        self._loads_reported = False
 
     @classmethod
     def load(cls, index_dir: str | Path, settings: Settings | None = None) -> "Engine":
-        return cls(IndexStore(index_dir), settings or load_settings())
+        t0 = time.perf_counter()
+        store = IndexStore(index_dir)
+        engine = cls(store, settings or load_settings())
+        engine.load_ms["index"] = _ms(t0)
+        return engine
 
     # -- properties used by the shells -------------------------------------------------------
     @property
@@ -84,20 +99,15 @@ class Engine:
     @property
     def embedder(self):
         if self._embedder is None:
-            from .contracts.settings import EmbeddingSettings
-            from .embedding import load_embedder
+            from .embedding import load_query_embedder
 
-            # Queries must be embedded exactly as the index was, whatever today's settings
-            # say; only the device is a local choice.
-            recorded = self.store.manifest.embedding
-            cfg = (EmbeddingSettings.model_validate({**recorded,
-                                                     "device": self.settings.embedding.device})
-                   if recorded else self.settings.embedding)
-            self._embedder = load_embedder(cfg)
-            expected = self.store.manifest.model_id
-            if self._embedder.model_id != expected:
-                raise UserError(f"index was embedded with {expected} but settings ask for "
-                                f"{self._embedder.model_id}; rebuild the index or fix settings")
+            # Queries are embedded as the index was (model, length, precision), whatever
+            # today's settings say; the backend and device are local choices.
+            t0 = time.perf_counter()
+            self._embedder = load_query_embedder(self.store.manifest.embedding,
+                                                 self.store.manifest.model_id,
+                                                 self.settings.embedding)
+            self.load_ms["model"] = _ms(t0)
         return self._embedder
 
     # -- retrieval and answers ---------------------------------------------------------------
@@ -111,6 +121,7 @@ class Engine:
     def ask(self, question: str, k: int | None = None, trace: Trace | None = None) -> AskResult:
         timings: dict[str, float] = {}
         trace = trace if trace is not None else Trace()
+        _ = self.embedder  # loaded outside the query's own timing (load_model below)
         t0 = time.perf_counter()
         hits = self.search(question, k=k, trace=trace)
         timings["retrieve"] = _ms(t0)
@@ -127,6 +138,9 @@ class Engine:
         result.papers = self._papers(result)
         timings["papers"] = _ms(t2)
         timings["total"] = _ms(t0)
+        if not self._loads_reported:  # a cold process: what the first answer waited for
+            timings.update({f"load_{k}": v for k, v in self.load_ms.items()})
+            self._loads_reported = True
         result.timings_ms = timings
         return result
 

@@ -88,10 +88,18 @@ class EmbeddingSettings(Section):
                           "'none' keeps float32; 'bf16' (torch) runs in bfloat16: ~3.5x fewer "
                           "CPU-seconds on CPUs with AMX (Xeon 4th gen+) at cosine >= 0.999 to "
                           "float32, no faster without AMX, ~3x slower where bf16 is emulated.")
-    backend: str = Field(default="torch", description="'torch' (sentence-transformers) or "
-                         "'onnx' (ONNX Runtime, CPU; needs the [onnx] extra; exports the model "
+    backend: str = Field(default="auto", description="Ingest backend. 'auto' = torch where the "
+                         "CPU has AMX (bf16 is cheapest there) or on a GPU, else ONNX Runtime "
+                         "float32 when installed (~1.5x the texts/s of torch on AVX2/AVX-512 CPUs; "
+                         "the resolved value is recorded in the index); 'torch' "
+                         "(sentence-transformers) or 'onnx' (ONNX Runtime, CPU; exports the model "
                          "once into ~/.cache/codeteacher/onnx, or $CODETEACHER_CACHE_DIR/onnx); "
                          "with 'onnx', 'int8' quantizes per channel (cosine ~0.99 to float32).")
+    query_backend: str = Field(default="auto", description="Backend that embeds questions for "
+                               "float32/bf16 indexes, whatever built them (their vectors agree "
+                               "at cosine >= 0.999). 'auto' = ONNX Runtime when installed: a "
+                               "query then imports no torch (seconds saved per cold `ask`); "
+                               "'torch' | 'onnx'. int8 indexes always use their own recipe.")
     skip_kinds: list[str] = Field(default=["declaration", "function_part"],
                                   description="Kinds not embedded (zero vector): prototypes and "
                                   "parts of long functions whose definition / whole function is "
@@ -167,7 +175,9 @@ class Settings(Section):
 
     def index_signature(self) -> str:
         """Hash of the settings that change what an index holds."""
-        relevant = {k: getattr(self, k).model_dump(mode="json")
+        # (query_backend only changes how questions are embedded, not what the index holds)
+        relevant = {k: getattr(self, k).model_dump(mode="json", exclude={"query_backend"}
+                                                   if k == "embedding" else None)
                     for k in ("collect", "chunking", "embedding")}
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
