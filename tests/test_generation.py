@@ -57,10 +57,22 @@ def test_presets_are_valid_full_settings(name):
     assert s.generation.explanations.backend == s.generation.answers.backend
 
 
-def test_defaults_keep_indexing_model_free():
+def test_defaults_keep_indexing_model_free_and_answer_with_the_small_coder_model():
+    """The library defaults are model-free; the shipped runtime_settings.json answers with the
+    catalogue's Qwen2.5-Coder-0.5B (setup.sh installs it) and differs in nothing else."""
     gs = load_settings(ROOT / "runtime_settings.json").generation
-    assert gs.explanations.backend == "none" and gs.answers.backend == "none"
-    assert GenerationSettings().model_dump() == gs.model_dump()
+    assert gs.explanations.backend == "none" and GenerationSettings().answers.backend == "none"
+    assert gs.answers.backend == "llama-cpp" and gs.answers.model == "qwen2.5-coder-0.5b"
+    shipped, defaults = gs.model_dump(), GenerationSettings().model_dump()
+    shipped.pop("answers"), defaults.pop("answers")
+    assert shipped == defaults
+
+
+@pytest.mark.parametrize("name", ["qwen-coder-1.5b.json", "ollama-qwen7b.json"])
+def test_model_presets_choose_an_answer_model(name):
+    s = load_settings(ROOT / "config" / "settings" / name)
+    assert s.generation.answers.backend in ("llama-cpp", "openai")
+    assert s.generation.explanations.backend == "none"  # answers only
 
 
 def test_unknown_generation_key_is_named(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field
@@ -118,7 +119,12 @@ class Engine:
         return search(self.store, self.embedder, query, self.settings, k=k, kinds=kinds,
                       paths=paths, trace=trace)
 
-    def ask(self, question: str, k: int | None = None, trace: Trace | None = None) -> AskResult:
+    def ask(self, question: str, k: int | None = None, trace: Trace | None = None,
+            on_text: Callable[[str], None] | None = None) -> AskResult:
+        """Retrieve and answer. `on_text` receives an LLM answer as it is written (streaming);
+        extractive and fallback answers are not streamed (they arrive whole in the result)."""
+        from .answer.confidence import assess
+
         timings: dict[str, float] = {}
         trace = trace if trace is not None else Trace()
         _ = self.embedder  # loaded outside the query's own timing (load_model below)
@@ -129,10 +135,20 @@ class Engine:
         result = AskResult(question=question, answer="", evidence=[to_evidence(h) for h in hits],
                            intent=trace.analysis.intent if trace.analysis else "")
         result.context = list(result.evidence)
+        ccfg = self.settings.generation.confidence
+        qvec = self.embedder.embed([question])[0] if hits and ccfg.enabled else None
+        conf = assess(question, hits, self.store, ccfg, qvec)
+        result.confidence = conf.score
         if self.settings.generation.answers.backend == "none":
-            result.answer = extractive_answer(hits)
+            result.answer = extractive_answer(hits, self.store, conf.low)
+            result.abstained = conf.low or not hits
+        elif conf.low or not hits:  # a model would only dress up weak evidence
+            self._fallback(hits, result, "the index holds little on this question "
+                           f"(confidence {conf.score:.2f}"
+                           + (f"; not found: {', '.join(conf.missing_names or conf.missing_terms[:4])}"
+                              if conf.missing_names or conf.missing_terms else "") + ")", True)
         else:
-            self._llm_answer(question, hits, result)
+            self._llm_answer(question, hits, result, on_text)
         timings["answer"] = _ms(t1)
         t2 = time.perf_counter()
         result.papers = self._papers(result)
@@ -143,6 +159,16 @@ class Engine:
             self._loads_reported = True
         result.timings_ms = timings
         return result
+
+    def _fallback(self, hits: list[SearchHit], result: AskResult, note: str,
+                  low: bool = False) -> None:
+        from .generation import model_id_for
+
+        cfg = self.settings.generation.answers
+        result.answer = extractive_answer(hits, self.store, low)
+        result.answer_source, result.answer_note = "fallback", note
+        result.backend, result.model = cfg.backend, model_id_for(cfg)
+        result.abstained = low or not hits
 
     @property
     def generator(self):
@@ -159,17 +185,40 @@ class Engine:
         if self.settings.generation.answers.backend != "none":
             _ = self.generator
 
-    def _llm_answer(self, question: str, hits: list[SearchHit], result: AskResult) -> None:
+    def _llm_answer(self, question: str, hits: list[SearchHit], result: AskResult,
+                    on_text: Callable[[str], None] | None = None) -> None:
         """Answer with the configured model; the Evidence it cites (only context paths) leads
-        the evidence list, the rest of the retrieved context follows."""
+        the evidence list, the rest of the retrieved context follows. A model that cannot
+        load or answer leaves the extractive answer, with the reason in answer_note."""
         from .answer.llm import generate_answer
 
-        llm = generate_answer(question, hits, self.generator, self.settings)
-        # A failed generation still deserves a grounded answer: fall back to the extract.
+        try:
+            llm = generate_answer(question, hits, self.generator, self.settings, on_text)
+        except UserError as exc:  # model not installed, server down: still answer, say why
+            self._fallback(hits, result, f"the model could not answer: {exc}")
+            return
         failed = llm.finish_reason in ("error", "context_overflow") or not llm.answer.strip()
-        result.answer = extractive_answer(hits) if failed else llm.answer
+        if failed:
+            self._fallback(hits, result, f"generation failed ({llm.finish_reason})")
+        elif llm.abstained:
+            # Retrieval was confident (else no model was asked) but the small model found
+            # nothing in its one or two items: the composed extract draws on all of them.
+            self._fallback(hits, result, f"the model found no answer in its "
+                           f"{llm.context_items} context item(s); composed from the index")
+        else:
+            from .answer.extractive import relations_sentence
+
+            # The graph knows what calls the code and what it calls; a small model does not.
+            rel = relations_sentence(hits[0].chunk, self.store) if not llm.abstained else ""
+            if rel and on_text is not None:
+                on_text(" " + rel)
+            result.answer = f"{llm.answer} {rel}".strip()
+            result.answer_source = "llm"
+            result.abstained = llm.abstained
+            result.unsupported_names = llm.unsupported_names
+            result.ttft_ms = llm.ttft_ms
         result.backend, result.model = llm.backend, llm.model
-        result.abstained, result.dropped_evidence = llm.abstained, llm.dropped_evidence
+        result.dropped_evidence = llm.dropped_evidence
         result.tokens_in, result.tokens_out = llm.tokens_in, llm.tokens_out
         result.context = result.evidence[: llm.context_items] if llm.context_items else []
         cited = {e.chunk_id for e in llm.evidence if e.chunk_id}

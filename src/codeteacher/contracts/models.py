@@ -191,6 +191,13 @@ class AskResult(BaseModel):
     context: list[Evidence] = Field(default_factory=list)  # everything shown to the model
     tokens_in: int = 0
     tokens_out: int = 0
+    # Who wrote the answer: "llm", "extractive" (backend none) or "fallback" (a model is
+    # configured but did not answer; answer_note says why: low confidence, model missing, ...).
+    answer_source: str = "extractive"
+    answer_note: str = ""
+    unsupported_names: list[str] = Field(default_factory=list)  # in the prose, not the context
+    confidence: float | None = None  # from the retrieval evidence (answer/confidence.py)
+    ttft_ms: float | None = None  # model's first token (streaming backends)
 
     def to_json_dict(self) -> dict:
         return self.model_dump(mode="json", by_alias=True, exclude={"context"})

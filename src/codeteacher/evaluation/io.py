@@ -166,7 +166,13 @@ def normalize_answer(rec: dict) -> dict:
             "latency_seconds": num("latency_seconds"), "tokens_in": num("tokens_in"),
             "tokens_out": num("tokens_out"),
             "abstained": abst if isinstance(abst, bool) else None,
-            "evidence_items": items, "evidence_source": source, "context_items": context_items}
+            "evidence_items": items, "evidence_source": source, "context_items": context_items,
+            "ttft_seconds": num("ttft_seconds"), "confidence": num("confidence"),
+            "answer_prose": rec.get("answer_prose") if isinstance(rec.get("answer_prose"), str)
+            else None,
+            "answer_source": rec.get("answer_source") or "",
+            "unsupported_names": (rec["unsupported_names"]
+                                  if isinstance(rec.get("unsupported_names"), list) else None)}
 
 
 def corpus_files_from(path: str | Path) -> list[str]:

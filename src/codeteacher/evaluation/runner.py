@@ -61,6 +61,14 @@ def _spans(items) -> list[dict]:
              "symbol": e.symbol} for e in items]
 
 
+def answer_text(result) -> str:
+    """The answer as `ask` shows it: the Answer, then its Evidence bullets (the published runs
+    carry theirs in the text too, so both are scored alike)."""
+    bullets = [f"- {e.path}:{e.start_line}-{e.end_line} : {e.symbol} — {e.description}"
+               for e in result.evidence]
+    return result.answer + ("\n\nEvidence:\n" + "\n".join(bullets) if bullets else "")
+
+
 def answer_record(q: dict, result, latency: float) -> dict:
     """One entry of answers.json from an AskResult."""
     from .metrics import evidence_items
@@ -70,13 +78,17 @@ def answer_record(q: dict, result, latency: float) -> dict:
     context = result.context or result.evidence
     return {
         "id": q["id"], "category": q["category"], "question": q["question"],
-        "answer": result.answer, "evidence_files": evidence_files, "error": None,
+        "answer": answer_text(result), "answer_prose": result.answer,
+        "evidence_files": evidence_files, "error": None,
         "latency_seconds": latency,
         "evidence": _spans(result.evidence), "context": _spans(context),
         "context_files": list(dict.fromkeys(e.path for e in context)),
         "abstained": result.abstained, "tokens_in": result.tokens_in,
         "tokens_out": result.tokens_out, "intent": result.intent, "backend": result.backend,
         "model": result.model, "timings_ms": result.timings_ms,
+        "answer_source": result.answer_source, "answer_note": result.answer_note,
+        "unsupported_names": result.unsupported_names, "confidence": result.confidence,
+        "ttft_seconds": None if result.ttft_ms is None else result.ttft_ms / 1000,
     }
 
 

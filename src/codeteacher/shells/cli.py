@@ -139,24 +139,108 @@ def cmd_demo(args) -> int:
               f" papers ({links.citations_resolved}/{links.citations_found} citations resolved)")
     engine = Engine.load(out, settings)
     for q in demo["questions"][: args.questions]:
-        _print_answer(engine.ask(q))
+        _ask_and_print(engine, q, stream=sys.stdout.isatty())
     print(f"\nindex: {out}   try: ask \"...\" --index {out}")
     return 0
 
 
 # ---- ask -------------------------------------------------------------------------------------------
 
-def _print_answer(result, explain_trace=None) -> None:
+class _StreamWriter:
+    """Writes streamed answer text word-wrapped to the terminal width as it arrives."""
+
+    def __init__(self, width: int, start_col: int):
+        self.width, self.col, self.word, self.used = width, start_col, "", False
+
+    def __call__(self, text: str) -> None:
+        if not self.used:
+            sys.stdout.write("Answer:")
+            self.used = True
+        for ch in text:
+            if ch.isspace():
+                self._flush()
+                if ch == "\n":
+                    sys.stdout.write("\n")
+                    self.col = 0
+            else:
+                self.word += ch
+        sys.stdout.flush()
+
+    def _flush(self) -> None:
+        if not self.word:
+            return
+        if self.col and self.col + 1 + len(self.word) > self.width:
+            sys.stdout.write("\n")
+            self.col = 0
+        elif self.col:
+            sys.stdout.write(" ")
+            self.col += 1
+        sys.stdout.write(self.word)
+        self.col += len(self.word)
+        self.word = ""
+
+    def close(self) -> None:
+        self._flush()
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+
+
+def _answered_by(result) -> str:
+    if result.answer_source == "llm":
+        return f"answered by {result.model.split(':', 1)[-1]} ({result.backend})"
+    if result.answer_source == "fallback":
+        return f"answered from the index without a model: {result.answer_note}"
+    return "answered from the index (extractive; no answer model configured)"
+
+
+def _ask_and_print(engine, question: str, k=None, trace=None, verbose: bool = False,
+                   stream: bool = True):
+    """Ask and print; an LLM answer is shown word by word as the model writes it."""
     from rich.text import Text
 
     con = _console()
+    con.print(Text.assemble(("Q:", "bold"), " ", question))
+    writer = None
+    if stream:
+        writer = _StreamWriter(max(40, min(con.width or 80, 100)), len("Answer:"))
+    result = engine.ask(question, k=k, trace=trace, on_text=writer)
+    streamed = writer is not None and writer.used
+    if streamed:
+        writer.close()
+    # A streamed answer the engine then replaced (the model abstained) is printed again whole.
+    shown = streamed and result.answer_source == "llm"
+    _print_answer(result, trace, question=False, answer=not shown, verbose=verbose)
+    return result
+
+
+def _print_answer(result, explain_trace=None, question: bool = True, answer: bool = True,
+                  verbose: bool = False) -> None:
+    from rich.text import Text
+
+    con = _console()
+    # On a terminal, wrap at word boundaries (readable in 80 columns); piped output keeps one
+    # line per answer and per evidence item, for scripts.
+    soft = not sys.stdout.isatty()
     # Questions and answers quote code (`data[i]`, `[[nodiscard]]`): never read them as markup.
-    con.print(Text.assemble(("Q:", "bold"), " ", result.question))
-    con.print(Text.assemble(("Answer:", "bold"), " ", result.answer))
-    con.print("[bold]Evidence:[/bold]")
+    if question:
+        con.print(Text.assemble(("Q:", "bold"), " ", result.question))
+    if answer:
+        con.print(Text.assemble(("Answer:", "bold"), " ", result.answer), soft_wrap=soft)
+    con.print(Text(_answered_by(result), style="dim"))
+    if result.unsupported_names:
+        con.print(Text("note: names in the answer that the context does not hold: "
+                       + ", ".join(result.unsupported_names), style="yellow"))
+    if verbose:
+        t = result.timings_ms
+        first = f"first token {result.ttft_ms / 1000:.2f} s, " if result.ttft_ms else ""
+        conf = f", confidence {result.confidence:.2f}" if result.confidence is not None else ""
+        con.print(Text(f"{first}answer {t.get('answer', 0) / 1000:.2f} s, total "
+                       f"{t.get('total', 0) / 1000:.2f} s, tokens {result.tokens_in} in / "
+                       f"{result.tokens_out} out{conf}", style="dim"))
+    con.print(Text("Evidence:", style="bold"))
     for e in result.evidence:
-        con.print(f"- {e.path}:{e.start_line}-{e.end_line} — {e.symbol} — {e.description}",
-                  markup=False)
+        con.print(Text(f"- {e.path}:{e.start_line}-{e.end_line} — {e.symbol} — "
+                       f"{e.description}"), soft_wrap=soft)
     if result.papers:
         con.print("[bold]Papers:[/bold]")
         for p in result.papers:
@@ -216,14 +300,15 @@ def cmd_ask(args) -> int:
         return 0
     question = " ".join(args.question)
     trace = Trace() if args.explain else None
-    result = engine.ask(question, k=args.k, trace=trace)
-    if startup is not None:
-        result.timings_ms["startup"] = startup
-        result.timings_ms["process"] = _process_age_ms() or 0.0
     if args.json:
+        result = engine.ask(question, k=args.k, trace=trace)
+        if startup is not None:  # start-up (interpreter, imports) is part of what a user waits
+            result.timings_ms["startup"] = startup
+            result.timings_ms["process"] = _process_age_ms() or 0.0
         print(json.dumps(result.to_json_dict(), ensure_ascii=False, indent=1))
     else:
-        _print_answer(result, trace)
+        _ask_and_print(engine, question, args.k, trace, verbose=args.verbose,
+                       stream=sys.stdout.isatty() or args.verbose)
     return 0
 
 
@@ -236,6 +321,8 @@ def _add_ask_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions", help="batch mode: a question file "
                    '({"questions": [{"id", "question"}]}); prints JSON lines')
     p.add_argument("--explain", action="store_true", help="print the retrieval trace")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print time to first "
+                   "token, latency, tokens and confidence")
     p.add_argument("--settings", help="runtime_settings.json to use")
     p.set_defaults(func=cmd_ask)
 
@@ -391,10 +478,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stage_parser(sub)
     # Our own modules: a broken import must fail loudly, never drop a subcommand.
     from ..evaluation import cli as eval_cli
+    from ..generation import cli as models_cli
     from ..papers import cli as papers_cli
     from . import serve
 
-    for mod in (serve, eval_cli, papers_cli):
+    for mod in (serve, eval_cli, papers_cli, models_cli):
         mod.register(sub)
     return parser
 
