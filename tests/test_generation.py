@@ -204,7 +204,8 @@ def test_openai_backend_streams_against_real_server(llama_server):
 
 
 class Scripted(BaseHTTPRequestHandler):
-    """Answers from the server's script: ('sleep', s) | (status, body) per request, in order."""
+    """Answers from the server's script: ('sleep', s) | (status, body[, headers]) per request,
+    in order."""
 
     def do_POST(self):  # noqa: N802 - http.server API
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -218,6 +219,8 @@ class Scripted(BaseHTTPRequestHandler):
             self.send_response(step[0])
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
+            for name, value in (step[2] if len(step) > 2 else {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
         except OSError:
@@ -276,6 +279,16 @@ def test_openai_retries_429_and_5xx_then_succeeds(scripted, monkeypatch):
     out = gen.generate([ChatRequest(messages=HELLO)])
     assert out[0].text == "fine" and out[0].tokens_in == 5
     assert srv.seen == ["Bearer sekrit"] * 3
+
+
+def test_openai_honours_retry_after(scripted):
+    """One retry helper for every client (contracts/http): the server's Retry-After wins over
+    the 0.5 s first backoff."""
+    srv, url = scripted([(429, {}, {"Retry-After": "1.5"}), (200, OK_BODY)])
+    gen = make_generator(openai(url, retries=1))
+    t0 = time.monotonic()
+    assert gen.generate([ChatRequest(messages=HELLO)])[0].text == "fine"
+    assert time.monotonic() - t0 >= 1.4 and len(srv.seen) == 2
 
 
 def test_openai_context_error_and_auth_error(scripted):

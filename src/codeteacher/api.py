@@ -14,8 +14,8 @@ from .answer.extractive import extractive_answer, to_evidence
 from .contracts.errors import UserError
 from .contracts.models import AskResult, Chunk, SearchHit
 from .contracts.settings import Settings, load_settings
+from .index.layout import file_node, module_node, split_node, sym_node
 from .index.store import IndexStore
-from .ingest.build import BuildReport, build_index  # noqa: F401  (part of the API)
 from .retrieval.search import Trace, search
 
 
@@ -50,6 +50,16 @@ class IndexStatus(BaseModel):
     new_files: int = 0
 
 
+def __getattr__(name: str):
+    """`build_index` and `BuildReport` are part of the API, imported on first use: answering
+    questions needs none of the ingest side (tree-sitter, the parsers)."""
+    if name in ("BuildReport", "build_index"):
+        from .ingest import build
+
+        return getattr(build, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 2)
 
@@ -63,10 +73,16 @@ class Engine:
         self._embedder = None
         self._generator = None
         self.loaded_mtime = (store.path / "manifest.json").stat().st_mtime
+        self.load_ms: dict[str, float] = {}  # index / model load times, shown by the first ask
+        self._loads_reported = False
 
     @classmethod
     def load(cls, index_dir: str | Path, settings: Settings | None = None) -> "Engine":
-        return cls(IndexStore(index_dir), settings or load_settings())
+        t0 = time.perf_counter()
+        store = IndexStore(index_dir)
+        engine = cls(store, settings or load_settings())
+        engine.load_ms["index"] = _ms(t0)
+        return engine
 
     # -- properties used by the shells -------------------------------------------------------
     @property
@@ -84,20 +100,15 @@ class Engine:
     @property
     def embedder(self):
         if self._embedder is None:
-            from .contracts.settings import EmbeddingSettings
-            from .embedding import load_embedder
+            from .embedding import load_query_embedder
 
-            # Queries must be embedded exactly as the index was, whatever today's settings
-            # say; only the device is a local choice.
-            recorded = self.store.manifest.embedding
-            cfg = (EmbeddingSettings.model_validate({**recorded,
-                                                     "device": self.settings.embedding.device})
-                   if recorded else self.settings.embedding)
-            self._embedder = load_embedder(cfg)
-            expected = self.store.manifest.model_id
-            if self._embedder.model_id != expected:
-                raise UserError(f"index was embedded with {expected} but settings ask for "
-                                f"{self._embedder.model_id}; rebuild the index or fix settings")
+            # Queries are embedded as the index was (model, length, precision), whatever
+            # today's settings say; the backend and device are local choices.
+            t0 = time.perf_counter()
+            self._embedder = load_query_embedder(self.store.manifest.embedding,
+                                                 self.store.manifest.model_id,
+                                                 self.settings.embedding)
+            self.load_ms["model"] = _ms(t0)
         return self._embedder
 
     # -- retrieval and answers ---------------------------------------------------------------
@@ -116,6 +127,7 @@ class Engine:
 
         timings: dict[str, float] = {}
         trace = trace if trace is not None else Trace()
+        _ = self.embedder  # loaded outside the query's own timing (load_model below)
         t0 = time.perf_counter()
         hits = self.search(question, k=k, trace=trace)
         timings["retrieve"] = _ms(t0)
@@ -142,6 +154,9 @@ class Engine:
         result.papers = self._papers(result)
         timings["papers"] = _ms(t2)
         timings["total"] = _ms(t0)
+        if not self._loads_reported:  # a cold process: what the first answer waited for
+            timings.update({f"load_{k}": v for k, v in self.load_ms.items()})
+            self._loads_reported = True
         result.timings_ms = timings
         return result
 
@@ -294,10 +309,10 @@ class Engine:
         chunks = self.find_symbol(symbol)
         if not chunks:
             raise UserError(f"unknown symbol: {symbol}")
-        return [f"sym:{c.id}" for c in chunks if c.kind != "function_part"]
+        return [sym_node(c.id) for c in chunks if c.kind != "function_part"]
 
     def _neighbour(self, relation: str, node: str) -> GraphNeighbour:
-        kind, _, ident = node.partition(":")
+        kind, ident = split_node(node)
         if kind == "sym":
             i = self.store.by_id.get(ident)
             if i is not None:
@@ -325,9 +340,9 @@ class Engine:
         """Every graph neighbour of a symbol, file or folder, labelled by relation."""
         key = symbol_or_path.strip()
         if key.rstrip("/") in self.store.modules:
-            nodes = [f"module:{key.rstrip('/')}"]
+            nodes = [module_node(key.rstrip("/"))]
         elif self._indexed_path(key) in self.store.manifest.files:
-            nodes = [f"file:{self._indexed_path(key)}"]
+            nodes = [file_node(self._indexed_path(key))]
         else:
             nodes = self._symbol_nodes(key)
         out = []

@@ -172,6 +172,9 @@ class PaperLink(BaseModel):
     score: float = 0.0
     reasons: list[str] = Field(default_factory=list)
     attached_to: list[str] = Field(default_factory=list)  # evidence paths / chunk ids
+    # what linked it: "citation" (the code or doc cites it) or the strongest content signal
+    # ("concepts", "semantic", "full-text")
+    signal: str = ""
 
 
 class AskResult(BaseModel):
@@ -215,3 +218,7 @@ class ParsedFile(BaseModel):
     includes: list[str] = Field(default_factory=list)  # include targets as written
     leading_comment: str = ""  # the file's top comment (licence banners excluded if possible)
     parse_errors: int = 0  # tree-sitter ERROR nodes seen (tolerated)
+    # Constructs our parser failed on (their chunks are missing), and the first such failure;
+    # the build report lists every file with failures, so a partial parse is never silent.
+    failures: int = 0
+    failure: str = ""

@@ -1,4 +1,4 @@
-"""ONNX Runtime embedding backend (CPU), `embedding.backend: "onnx"`, optional extra `[onnx]`.
+"""ONNX Runtime embedding backend (CPU): `embedding.backend: "onnx"` and the query path.
 
 The sentence-transformers model (transformer, pooling, normalisation) is exported once, offline,
 from the local model folder into a user cache (never into site-packages), written atomically:
@@ -224,3 +224,23 @@ class OnnxEmbedder:
                 "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
                 "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
         return normalized(self.session.run(None, {n: feed[n] for n in self.inputs})[0])
+
+
+def main() -> int:
+    """`python -m codeteacher.embedding.onnx`: export the default model now (set-up), so that
+    no later command needs torch for it. Prints the cache folder."""
+    import sys
+
+    from ..contracts.settings import load_settings
+
+    es = load_settings().embedding.model_copy(update={"backend": "onnx", "quantize": "none"})
+    try:
+        print(ensure_exported(es))
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

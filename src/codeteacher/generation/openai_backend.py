@@ -1,8 +1,8 @@
 """openai backend: any OpenAI-compatible chat endpoint (llama.cpp server, vLLM serve, Ollama, ...).
 
 Requests go to POST {base_url}/chat/completions with httpx. Connection errors, timeouts, HTTP 429
-and 5xx are retried with exponential backoff; when retries run out the backend raises UserError
-naming the URL (the server is down or overloaded: going on would only fail every request). A
+and 5xx are retried with exponential backoff honouring Retry-After (contracts/http); when
+retries run out the backend raises UserError naming the URL (the server is down or overloaded: going on would only fail every request). A
 batch runs `concurrency` requests in parallel. Token counts are estimated (no tokenizer here).
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 
 from ..contracts.errors import UserError
+from ..contracts.http import RetriesExhausted, send_with_retries
 from ..contracts.settings.generation import BackendSettings
 from .base import ChatRequest, Generation, first_line
 
@@ -99,24 +100,20 @@ class OpenAIGenerator:
 
     def _post(self, req: ChatRequest) -> Generation:
         payload = self._payload(req)
-        problem = ""
-        for attempt in range(self._cfg.retries + 1):
-            if attempt:
-                time.sleep(min(MAX_BACKOFF_S, BACKOFF_S * 2 ** (attempt - 1)))
-            try:
-                resp = self._client.post(self.url, json=payload)
-            except httpx.TimeoutException:
+        try:
+            resp = send_with_retries(lambda: self._client.post(self.url, json=payload),
+                                     retries=self._cfg.retries, backoff_s=BACKOFF_S,
+                                     max_backoff_s=MAX_BACKOFF_S)
+        except RetriesExhausted as exc:
+            if exc.response is not None:
+                problem = f"HTTP {exc.response.status_code}"
+            elif isinstance(exc.error, httpx.TimeoutException):
                 problem = f"timed out after {self._cfg.timeout_s:g} s"
-                continue
-            except httpx.TransportError as exc:  # connect refused, reset, protocol errors
-                problem = first_line(exc)
-                continue
-            if resp.status_code == 429 or resp.status_code >= 500:
-                problem = f"HTTP {resp.status_code}"
-                continue
-            return self._parse(resp)
-        raise UserError(f"LLM server {self.url} failed after {self._cfg.retries + 1} "
-                        f"attempt(s): {problem}")
+            else:
+                problem = first_line(exc.error)
+            raise UserError(f"LLM server {self.url} failed after {exc.attempts} "
+                            f"attempt(s): {problem}") from None
+        return self._parse(resp)
 
     def _parse(self, resp: httpx.Response) -> Generation:
         body = resp.text[:300].replace("\n", " ")

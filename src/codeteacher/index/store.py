@@ -10,7 +10,7 @@ from ..contracts.errors import UserError
 from ..contracts.jsonio import read_jsonl, read_model
 from ..contracts.models import Chunk, Manifest, ProjectStructure
 from . import layout as st
-from .layout import CHUNKER_VERSION
+from .layout import CHUNKER_VERSION, file_node
 from .lexical import LexicalIndex
 
 
@@ -83,4 +83,4 @@ class IndexStore:
         return self.records[i]
 
     def file_record_index(self, path: str) -> int | None:
-        return self.by_id.get(f"file:{path}")
+        return self.by_id.get(file_node(path))

@@ -37,6 +37,8 @@ class BuildReport(BaseModel):
     unresolved_calls: int = 0
     unresolved_includes: int = 0
     explanations: dict[str, int] = Field(default_factory=dict)
+    # files the parser failed on in part (their other chunks are indexed): path -> what was lost
+    partial_files: dict[str, str] = Field(default_factory=dict)
     up_to_date: bool = False  # nothing changed: the previous index was kept as it was
 
 
@@ -130,7 +132,8 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
               work / st.STRUCTURE, work / st.ENTITIES)
         explained = timed("explain", _explain, work, cache, settings, progress)
         emb = timed("embed", st.stage_embed, work / st.CHUNKS, work / st.ENTITIES, work,
-                    settings, explanations_path=work / st.EXPLANATIONS, cache=cache,
+                    settings, cache=cache,  # explanations exist only when the stage ran
+                    explanations_path=work / st.EXPLANATIONS if explained else None,
                     progress=progress)
         manifest = timed("index", st.stage_index, work, work, settings, name, seconds)
         _link_papers(work, cache, settings)
@@ -150,6 +153,7 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
                        embedded=emb["embedded"], reused_vectors=emb["reused"],
                        unresolved_calls=structure.unresolved_calls,
                        unresolved_includes=structure.unresolved_includes,
+                       partial_files=parse["partial"],
                        explanations=explained)
 
 
@@ -193,10 +197,11 @@ def _unchanged_report(old: Manifest, collected, out: Path, seconds: dict) -> Bui
     import json
 
     keys = json.loads((out / st.VECTOR_KEYS).read_text(encoding="utf-8"))
+    facts = st.read_facts(out / st.FACTS) if (out / st.FACTS).is_file() else {}
     return BuildReport(name=old.name, out=str(out), files=len(collected.files),
                        skipped=collected.skipped, chunks_by_kind=_kinds(old), stage_seconds=seconds,
                        reused_files=len(collected.files), reused_vectors=sum(1 for k in keys if k),
-                       up_to_date=True)
+                       partial_files=st.partial_files(facts), up_to_date=True)
 
 
 def _explain(work: Path, cache: Path | None, settings: Settings, progress: bool) -> dict:

@@ -24,7 +24,7 @@ class QueryAnalysis(BaseModel):
     tokens: list[str]
     files: list[str] = Field(default_factory=list)  # repository paths named (with siblings)
     named_files: list[str] = Field(default_factory=list)  # the ones literally named
-    stem_files: list[str] = Field(default_factory=list)  # named by stem ("mpiP" -> mpiP.py)
+    stem_files: list[str] = Field(default_factory=list)  # named by stem ("runBench")
     symbols: dict[str, float] = Field(default_factory=dict)  # symbol -> confidence (0..1]
     modules: list[str] = Field(default_factory=list)
     intent: str = ""  # set by routing
@@ -71,8 +71,8 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
             for h in store.by_basename.get(word, []):
                 if h not in qa.named_files:
                     qa.named_files.append(h)
-    # An identifier-shaped word equal to a file's stem ("mpiP" -> scripts/mpiP.py) names that
-    # file too, less surely than "mpiP.py" would.
+    # An identifier-shaped word equal to a file's stem ("runBench" -> tools/runBench.py) names
+    # that file too, less surely than "runBench.py" would.
     for m in re.finditer(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b", question):
         word = m.group(0)
         if _strong_identifier(word, False, False):

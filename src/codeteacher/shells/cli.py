@@ -35,6 +35,7 @@ def _render_build(report) -> None:
         con.print(f"index '{report.name}' → {report.out}: up to date ({report.files} files "
                   f"unchanged, {report.reused_vectors} records kept; "
                   f"{sum(report.stage_seconds.values()):.2f} s)")
+        _render_partial(con, report)
         return
     t = Table(title=f"index '{report.name}' → {report.out}", show_lines=False)
     t.add_column("what")
@@ -43,6 +44,8 @@ def _render_build(report) -> None:
     for reason, n in sorted(report.skipped.items()):
         t.add_row(f"  skipped: {reason}", str(n))
     t.add_row("files parsed / reused", f"{report.parsed} / {report.reused_files}")
+    if report.partial_files:
+        t.add_row("files parsed in part", str(len(report.partial_files)))
     for kind, n in sorted(report.chunks_by_kind.items(), key=lambda kv: -kv[1]):
         t.add_row(f"chunks: {kind}", str(n))
     for typ, n in sorted(report.edges_by_type.items()):
@@ -57,6 +60,19 @@ def _render_build(report) -> None:
         t.add_row(f"seconds: {stage}", f"{sec:.2f}")
     t.add_row("seconds: total", f"{sum(report.stage_seconds.values()):.2f}")
     con.print(t)
+    _render_partial(con, report)
+
+
+def _render_partial(con, report, shown: int = 10) -> None:
+    """Files the parser failed on in part: never hidden in a successful build's table."""
+    if not report.partial_files:
+        return
+    con.print(f"warning: {len(report.partial_files)} file(s) parsed only in part "
+              "(their other chunks are indexed):", markup=False)
+    for path, what in list(report.partial_files.items())[:shown]:
+        con.print(f"  {path}: {what}", markup=False)
+    if len(report.partial_files) > shown:
+        con.print(f"  ... and {len(report.partial_files) - shown} more (--json lists all)")
 
 
 def cmd_index(args) -> int:
@@ -249,39 +265,46 @@ def _default_index() -> str:
                     "`codeteacher index PATH`)")
 
 
-def _load_questions(path: str) -> list[dict]:
+def _process_age_ms() -> float | None:
+    """Milliseconds since this process started (interpreter start-up and imports included):
+    Linux's /proc, 10 ms resolution; None elsewhere."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"question file not found: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"question file {path} is not valid JSON: {exc}") from None
-    qs = data.get("questions") if isinstance(data, dict) else None
-    if not isinstance(qs, list) or not all(isinstance(q, dict) and isinstance(q.get("question"), str)
-                                           and q.get("id") is not None for q in qs):
-        raise UserError(f"question file {path} must look like "
-                        '{"questions": [{"id": ..., "question": "..."}]}')
-    return qs
+        with open("/proc/self/stat", encoding="ascii") as fh:
+            started = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        with open("/proc/uptime", encoding="ascii") as fh:
+            uptime = float(fh.read().split()[0])
+        return round((uptime - started / os.sysconf("SC_CLK_TCK")) * 1000, 1)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def cmd_ask(args) -> int:
     from ..api import Engine
     from ..retrieval.search import Trace
 
+    startup = _process_age_ms()  # before any work: interpreter start-up and imports
+
     if not args.question and not args.questions:
         raise UserError("give a QUESTION or --questions FILE")
-    questions = _load_questions(args.questions) if args.questions else None
+    questions = None
+    if args.questions:  # the one question-file reader, shared with `codeteacher eval`
+        from ..evaluation.io import QuestionFile
+
+        questions = QuestionFile.load(args.questions).questions
     engine = Engine.load(args.index or _default_index(), _settings(args))
     if questions is not None:
         for q in questions:
-            res = engine.ask(q["question"], k=args.k)
-            print(json.dumps({"id": q["id"], **res.to_json_dict()}, ensure_ascii=False))
+            res = engine.ask(q.question, k=args.k)
+            print(json.dumps({"id": q.id, **res.to_json_dict()}, ensure_ascii=False))
             sys.stdout.flush()
         return 0
     question = " ".join(args.question)
     trace = Trace() if args.explain else None
     if args.json:
         result = engine.ask(question, k=args.k, trace=trace)
+        if startup is not None:  # start-up (interpreter, imports) is part of what a user waits
+            result.timings_ms["startup"] = startup
+            result.timings_ms["process"] = _process_age_ms() or 0.0
         print(json.dumps(result.to_json_dict(), ensure_ascii=False, indent=1))
     else:
         _ask_and_print(engine, question, args.k, trace, verbose=args.verbose,
@@ -453,11 +476,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
     _add_ask_args(sub.add_parser("ask", help="ask a question (same as the `ask` command)"))
     _add_stage_parser(sub)
-    for module in ("serve", "evaluation.cli", "papers.cli", "generation.cli"):
-        try:
-            mod = __import__(f"codeteacher.{module}", fromlist=["register"])
-        except ImportError:
-            continue
+    # Our own modules: a broken import must fail loudly, never drop a subcommand.
+    from ..evaluation import cli as eval_cli
+    from ..generation import cli as models_cli
+    from ..papers import cli as papers_cli
+    from . import serve
+
+    for mod in (serve, eval_cli, papers_cli, models_cli):
         mod.register(sub)
     return parser
 

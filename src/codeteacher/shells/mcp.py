@@ -501,12 +501,10 @@ class PaperHits(BaseModel):
 
 
 def _register_paper_tools(tool, registry: Registry) -> list[str]:
-    try:
-        from ..papers.library import Library
-        from ..papers.linking import link_target
-        from ..papers.model import PaperRecord
-    except ImportError:
-        return []
+    from ..papers.library import Library
+    from ..papers.linking import link_target
+    from ..papers.model import PaperRecord
+
     # relative library paths are relative to where the server was started
     library_path = Path(registry.settings.papers.library).expanduser().resolve()
 

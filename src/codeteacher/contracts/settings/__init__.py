@@ -10,7 +10,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from ..errors import UserError
 from .evaluation import EvalSettings
@@ -74,7 +75,8 @@ class EmbeddingSettings(Section):
     max_seq_length: int = Field(default=128, description="Tokens per embedded text: the "
                                 "structured header and the first lines of code carry the signal; "
                                 "128 halves the cost of 256 at equal benchmark recall.")
-    batch_size: int = Field(default=64)
+    batch_size: int = Field(default=64, description="Texts embedded per model call (memory vs. "
+                            "per-call overhead; results do not depend on it).")
     device: str = Field(default="cpu", description="cpu | cuda | auto")
     max_code_chars: int = Field(default=1600, description="Code characters in the embedded text "
                                 "after the structured header (the model truncates anyway).")
@@ -86,10 +88,18 @@ class EmbeddingSettings(Section):
                           "'none' keeps float32; 'bf16' (torch) runs in bfloat16: ~3.5x fewer "
                           "CPU-seconds on CPUs with AMX (Xeon 4th gen+) at cosine >= 0.999 to "
                           "float32, no faster without AMX, ~3x slower where bf16 is emulated.")
-    backend: str = Field(default="torch", description="'torch' (sentence-transformers) or "
-                         "'onnx' (ONNX Runtime, CPU; needs the [onnx] extra; exports the model "
+    backend: str = Field(default="auto", description="Ingest backend. 'auto' = torch where the "
+                         "CPU has AMX (bf16 is cheapest there) or on a GPU, else ONNX Runtime "
+                         "float32 when installed (~1.5x the texts/s of torch on AVX2/AVX-512 CPUs; "
+                         "the resolved value is recorded in the index); 'torch' "
+                         "(sentence-transformers) or 'onnx' (ONNX Runtime, CPU; exports the model "
                          "once into ~/.cache/codeteacher/onnx, or $CODETEACHER_CACHE_DIR/onnx); "
                          "with 'onnx', 'int8' quantizes per channel (cosine ~0.99 to float32).")
+    query_backend: str = Field(default="auto", description="Backend that embeds questions for "
+                               "float32/bf16 indexes, whatever built them (their vectors agree "
+                               "at cosine >= 0.999). 'auto' = ONNX Runtime when installed: a "
+                               "query then imports no torch (seconds saved per cold `ask`); "
+                               "'torch' | 'onnx'. int8 indexes always use their own recipe.")
     skip_kinds: list[str] = Field(default=["declaration", "function_part"],
                                   description="Kinds not embedded (zero vector): prototypes and "
                                   "parts of long functions whose definition / whole function is "
@@ -106,7 +116,7 @@ class RetrievalSettings(Section):
     sibling_file_factor: float = Field(default=0.6, description="Share of the file bonus for "
                                        "a sibling (X.cpp when X.h is named).")
     stem_file_factor: float = Field(default=0.1, description="Share of the file bonus for a "
-                                    "file named by an identifier equal to its stem (mpiP).")
+                                    "file named by an identifier equal to its stem (runBench).")
     exact_symbol_bonus: float = Field(default=0.6, description="Added for a symbol named in the "
                                       "question whose definition is this chunk.")
     file_scoped_k: int = Field(default=3, description="Best chunks kept inside each mentioned file.")
@@ -122,22 +132,52 @@ class RetrievalSettings(Section):
 
 
 class Settings(Section):
-    collect: CollectSettings = Field(default_factory=CollectSettings)
-    chunking: ChunkSettings = Field(default_factory=ChunkSettings)
-    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
-    routing: RoutingSettings = Field(default_factory=RoutingSettings)
-    rerank: RerankSettings = Field(default_factory=RerankSettings)
-    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
-    context_filter: ContextFilterSettings = Field(default_factory=ContextFilterSettings)
-    cross_encoder: CrossEncoderSettings = Field(default_factory=CrossEncoderSettings)
-    papers: PaperSettings = Field(default_factory=PaperSettings)
-    generation: GenerationSettings = Field(default_factory=GenerationSettings)
-    evaluation: EvalSettings = Field(default_factory=EvalSettings)
+    collect: CollectSettings = Field(default_factory=CollectSettings,
+                                     description="Which files of a repository are indexed.")
+    chunking: ChunkSettings = Field(default_factory=ChunkSettings,
+                                    description="How files are cut into chunks.")
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings,
+                                         description="The embedding model and how it runs.")
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings,
+                                         description="Candidate retrieval, fusion and selection.")
+    routing: RoutingSettings = Field(default_factory=RoutingSettings,
+                                     description="Question intent and requested entity types.")
+    rerank: RerankSettings = Field(default_factory=RerankSettings,
+                                   description="Metadata reranking of the fused candidates.")
+    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings,
+                                         description="Graph neighbours added to the top results.")
+    context_filter: ContextFilterSettings = Field(
+        default_factory=ContextFilterSettings,
+        description="Dropping weak chunks that a stronger selected chunk already carries.")
+    cross_encoder: CrossEncoderSettings = Field(default_factory=CrossEncoderSettings,
+                                                description="The optional cross-encoder rerank.")
+    papers: PaperSettings = Field(default_factory=PaperSettings,
+                                  description="The paper library and code-paper links.")
+    generation: GenerationSettings = Field(default_factory=GenerationSettings,
+                                           description="LLM backends, prompts and budgets.")
+    evaluation: EvalSettings = Field(default_factory=EvalSettings,
+                                     description="Benchmark runs, scoring and judging.")
+
+    @model_validator(mode="after")
+    def _profiles_exist(self) -> "Settings":
+        """Every expansion profile routing names exists: an unknown one would otherwise fall
+        back silently to some other profile (or to no expansion at all)."""
+        known = self.expansion.profiles
+        uses = {"routing.default_profile": self.routing.default_profile}
+        uses.update({f"routing.intents.{k}.profile": r.profile
+                     for k, r in self.routing.intents.items()})
+        for where, name in uses.items():
+            if name not in known:
+                raise PydanticCustomError(
+                    "unknown_profile", "unknown expansion profile '{name}' (expansion.profiles "
+                    "has {known})", {"where": where, "name": name, "known": ", ".join(known)})
+        return self
 
     def index_signature(self) -> str:
         """Hash of the settings that change what an index holds."""
-        relevant = {k: getattr(self, k).model_dump(mode="json")
+        # (query_backend only changes how questions are embedded, not what the index holds)
+        relevant = {k: getattr(self, k).model_dump(mode="json", exclude={"query_backend"}
+                                                   if k == "embedding" else None)
                     for k in ("collect", "chunking", "embedding")}
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -160,7 +200,7 @@ def find_settings_file(explicit: str | Path | None = None) -> Path | None:
 
 def _format_error(err: ValidationError, source: str) -> str:
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
+    loc = ".".join(str(p) for p in first["loc"]) or (first.get("ctx") or {}).get("where", "")
     if first["type"] == "extra_forbidden":
         return f"{source}: unknown setting '{loc}'"
     return f"{source}: invalid setting '{loc}': {first['msg']}"

@@ -63,14 +63,19 @@ class PromptMode(_Section):
 class PromptSettings(_Section):
     """Named, versioned prompt modes. A mode's signature = sha256(template text, version, name)."""
 
-    chunk_explanation: PromptMode = PromptMode(template="chunk_explanation.txt")
-    file_level: PromptMode = PromptMode(template="file_level.txt")
+    chunk_explanation: PromptMode = Field(default=PromptMode(template="chunk_explanation.txt"),
+                                          description="One code chunk explained.")
+    file_level: PromptMode = Field(default=PromptMode(template="file_level.txt"),
+                                   description="A file explained from its code and chunks.")
     file_level_fallback: PromptMode = Field(
         default=PromptMode(template="file_level_fallback.txt"),
         description="Files too large for the context: built from their chunk explanations.")
-    module_level: PromptMode = PromptMode(template="module_level.txt")
-    call_chain: PromptMode = PromptMode(template="call_chain.txt")
-    final_answer: PromptMode = PromptMode(template="final_answer.txt", version=2)
+    module_level: PromptMode = Field(default=PromptMode(template="module_level.txt"),
+                                     description="A folder explained from its files' summaries.")
+    call_chain: PromptMode = Field(default=PromptMode(template="call_chain.txt"),
+                                   description="A call chain explained from its functions.")
+    final_answer: PromptMode = Field(default=PromptMode(template="final_answer.txt", version=2),
+                                     description="The answer of `ask` from retrieved context.")
 
 
 class ExplainOptions(_Section):
@@ -143,7 +148,14 @@ class GenerationSettings(_Section):
         description="Backend of `ask` (none = extractive answer).")
     judge: BackendSettings = Field(default_factory=BackendSettings,
                                    description="Backend of evaluation judging.")
-    prompts: PromptSettings = Field(default_factory=PromptSettings)
-    explain: ExplainOptions = Field(default_factory=ExplainOptions)
-    answer_context: AnswerOptions = Field(default_factory=AnswerOptions)
-    confidence: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
+    prompts: PromptSettings = Field(default_factory=PromptSettings,
+                                    description="Prompt templates per mode, with versions.")
+    explain: ExplainOptions = Field(default_factory=ExplainOptions,
+                                    description="What the explanation stage explains, in what "
+                                    "batches and within what input sizes.")
+    answer_context: AnswerOptions = Field(default_factory=AnswerOptions,
+                                          description="How retrieved context is fitted into the "
+                                          "answer prompt.")
+    confidence: ConfidenceSettings = Field(default_factory=ConfidenceSettings,
+                                           description="How sure the retrieval evidence is, and "
+                                           "below what the answer says the index holds little.")

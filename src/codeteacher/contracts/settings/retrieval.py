@@ -80,9 +80,13 @@ def _default_intents() -> dict[str, IntentRule]:
 
 class RoutingSettings(_S):
     enabled: bool = Field(default=True, description="Classify intent; off = 'general' intent.")
-    intents: dict[str, IntentRule] = Field(default_factory=_default_intents)
-    default_intent: str = Field(default="general")
-    default_profile: str = Field(default="balanced")
+    intents: dict[str, IntentRule] = Field(
+        default_factory=_default_intents,
+        description="Intent name -> rule; the first intent with a matching cue wins.")
+    default_intent: str = Field(default="general",
+                                description="Intent of a question no cue matches.")
+    default_profile: str = Field(default="balanced", description="Expansion profile of the "
+                                 "default intent (a name in expansion.profiles).")
     entity_cues: dict[str, str] = Field(
         default_factory=lambda: {
             "function": r"\b(function|routine|method|kernel|procedure)s?\b",
@@ -123,8 +127,9 @@ class RerankWeights(_S):
 
 
 class RerankSettings(_S):
-    enabled: bool = Field(default=True)
-    weights: RerankWeights = Field(default_factory=RerankWeights)
+    enabled: bool = Field(default=True, description="Rerank by metadata; off = fused order.")
+    weights: RerankWeights = Field(default_factory=RerankWeights,
+                                   description="Feature weights added to the fused score.")
     top_n: int = Field(default=80, description="Candidates reranked.")
     trivial_lines: int = Field(default=2, description="Code chunks this short without a comment "
                                "count as low-signal.")
@@ -140,11 +145,13 @@ class ExpansionProfile(_S):
 
 
 class ExpansionSettings(_S):
-    enabled: bool = Field(default=True)
+    enabled: bool = Field(default=True, description="Add graph neighbours of the top results.")
     seeds: int = Field(default=4, description="Top primary results expanded.")
     decay: float = Field(default=0.45, description="Expansion score = seed score × decay; keeps "
                          "neighbours below strong primary hits.")
-    profiles: dict[str, ExpansionProfile] = Field(default_factory=lambda: {
+    profiles: dict[str, ExpansionProfile] = Field(description=(
+        "Profile name -> caps per relation; routing picks one per intent."),
+        default_factory=lambda: {
         "minimal": ExpansionProfile(call=1, owner=1, file_symbols=2, module_files=2, include=0,
                                     total=3),
         "balanced": ExpansionProfile(call=2, owner=1, file_symbols=3, module_files=4, include=1,
@@ -155,10 +162,7 @@ class ExpansionSettings(_S):
 
 
 class ContextFilterSettings(_S):
-    enabled: bool = Field(default=True)
-    token_budget: int = Field(default=1800, description="Tokens of context for the answer model.")
-    chars_per_token: float = Field(default=3.6, description="Estimate when no tokenizer is used.")
-    max_chunk_chars: int = Field(default=1400, description="Code shown per chunk in the context.")
+    enabled: bool = Field(default=True, description="Drop carried weak chunks from the result.")
     min_info: float = Field(default=0.25, description="Chunks below this information score are "
                             "dropped when a stronger chunk from the same place carries them.")
 
@@ -166,7 +170,7 @@ class ContextFilterSettings(_S):
 class CrossEncoderSettings(_S):
     model: str | None = Field(default=None, description="Local path of a sentence-transformers "
                               "CrossEncoder (e.g. a bge-reranker); null = off.")
-    top_n: int = Field(default=30)
+    top_n: int = Field(default=30, description="Candidates the cross-encoder scores.")
     weight: float = Field(default=0.05, description="Scale of the cross-encoder's sigmoid score "
                           "added to the reranked score.")
-    device: str = Field(default="cpu")
+    device: str = Field(default="cpu", description="cpu | cuda (sentence-transformers device).")
