@@ -156,6 +156,11 @@ def ensure_exported(settings: EmbeddingSettings) -> Path:
     path = resolve_model_path(settings.model)
     dest = _cache_dir(settings.model, path, settings.quantize)
     if not (dest / "meta.json").is_file():
+        import sys
+
+        # Once per model and ONNX Runtime version (scripts/setup.sh does it at set-up).
+        print(f"exporting the embedding model to ONNX once, into {dest.parent} ...",
+              file=sys.stderr, flush=True)
         _export(path, settings.quantize, dest)
     return dest
 
