@@ -127,3 +127,29 @@ def test_saved_bm25_scores_equal_bm25s(minipic_index):
         a, b = ours.scores(toks), theirs.scores(toks)
         assert a.dtype == b.dtype == np.float32 and np.array_equal(a, b), toks
     assert ours.n_docs == theirs.n_docs and ours.vocab == theirs.vocab
+
+
+def test_fresh_reingest_after_an_edit_imports_no_torch(fresh_minipic):
+    """Where ingest resolves to ONNX (CPUs without AMX), a one-file edit re-ingested by a fresh
+    `codeteacher index` process re-embeds without importing torch."""
+    from codeteacher.embedding import resolve
+
+    if resolve(Settings().embedding).backend != "onnx":
+        pytest.skip("ingest resolves to torch on this machine (AMX or GPU)")
+    repo, index = fresh_minipic
+    header = repo / "include" / "minipic" / "pusher.hpp"
+    header.write_text("// a note at the top\n" + header.read_text())
+    probe = ("import json, sys\n"
+             "from codeteacher.shells.cli import main\n"
+             f"rc = main(['index', {str(repo)!r}, '--out', {str(index)!r}, '--name', 'minipic',"
+             " '--json', '-q'])\n"
+             f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY[:4]!r}))\n"
+             "print('HEAVY=' + json.dumps(heavy), file=sys.stderr)\n"
+             "sys.exit(rc)\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "CODETEACHER_DEBUG": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["parsed"] == 1 and report["embedded"] >= 1, report
+    line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("HEAVY="))
+    assert json.loads(line[len("HEAVY="):]) == []
