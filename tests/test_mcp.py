@@ -392,9 +392,9 @@ def test_http_hot_reload(http_url, small_copy, default_settings):
     assert status["reloads"] >= 1 and status["stale_files"] == []
 
 
-def test_http_paper_tools(http_server):
+def test_http_paper_tools(http_server, minipic_index):
     """The paper tools (present when codeteacher.papers is installed) over a tiny library
-    created where the server runs (its default library path is relative to its cwd)."""
+    created where a default library lies: beside the index folder (never the server's cwd)."""
     url, cwd = http_server
     pytest.importorskip("codeteacher.papers.library")
     from codeteacher.papers.library import Library
@@ -418,7 +418,8 @@ def test_http_paper_tools(http_server):
                     err(await call(s, "link_papers_to_code", path_or_symbol="noSuchThing")))
 
     assert "no paper library" in run(go(False))
-    with Library.open(cwd / "embeddings" / "papers.sqlite", create=True, snapshot=False) as lib:
+    with Library.open(Path(minipic_index).parent / "papers.sqlite", create=True,
+                      snapshot=False) as lib:
         lib.add([PaperRecord(key="pic1991", title="Particle simulation with cloud-in-cell "
                              "charge deposition", authors=["Doe, Jane"], year=1991,
                              ids={"doi": "10.1000/ct.test.1"})])
