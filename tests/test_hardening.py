@@ -41,6 +41,9 @@ CALL_LIMIT_S = 60.0  # limits.tool_timeout_s (default) ...
 REPLY_SLACK_S = 30.0  # ... plus transport and scheduling on a shared 2-core machine
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 ENV.pop("CODETEACHER_SETTINGS", None)
+if ENV.get("PYTHONPATH"):  # servers run in other folders: a relative entry would miss
+    ENV["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in
+                                        ENV["PYTHONPATH"].split(os.pathsep) if p)
 
 
 def _free_port(host: str = "127.0.0.1") -> int:
@@ -156,7 +159,8 @@ def hard_index(tmp_path_factory, minipic_src, minipic_index, default_settings):
     repo = base / "repo"
     shutil.copytree(minipic_src, repo)
     (repo / "src" / "blank_tail.cpp").write_text("int blankTail();\n\n\n")
-    (repo / "src" / "form_feed.cpp").write_text("int a;\n\x0c\nint formFeedAfter();\n")
+    (repo / "src" / "form_feed.cpp").write_text("int a;\n\x0c\n"
+                                                "int formFeedAfter() { return 1; }\n")
     (repo / "src" / "becomes_fifo.hpp").write_text("int becomesFifo();\n")
     (repo / "src" / "becomes_link.hpp").write_text("int becomesLink();\n")
     index = base / "index"
@@ -510,7 +514,8 @@ def test_stale_scratch_folders_are_removed(tmp_path):
     out.parent.mkdir(parents=True)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = [out.parent / f".x.building-{_host()}-{dead.pid}", out.parent / f".x.building-{dead.pid}"]
+    stale = [out.parent / f".x.building-{_host()}-{dead.pid}",
+             out.parent / f".x.building-{dead.pid}"]  # (the old name, without host)
     live = out.parent / f".x.building-{_host()}-{os.getppid()}"
     other_host = out.parent / f".x.building-otherhost-{dead.pid}"
     for p in (*stale, live, other_host):
@@ -526,6 +531,11 @@ def test_build_killed_with_sigkill_leaves_nothing_behind_after_the_next_build(tm
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "a.cpp").write_text("int a() { return 1; }\n")
+    (repo / "run.deck").write_text("steps 10\n")
+    (repo / "blob.o").write_bytes(b"\x7fELF\x00\x00")
+    (repo / ".gitignore").write_text("out/\n")
+    (repo / "out").mkdir()
+    (repo / "out" / "log.txt").write_text("x\n")
     out = tmp_path / "embeddings" / "r"
     cmd = [sys.executable, "-m", "codeteacher.shells.cli", "index", str(repo), "--out", str(out),
            "-q"]
@@ -539,6 +549,10 @@ def test_build_killed_with_sigkill_leaves_nothing_behind_after_the_next_build(tm
     r = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=SERVER_START_S)
     assert r.returncode == 0, r.stderr
     assert not list(out.parent.glob(".r.building-*")) and (out / "manifest.json").is_file()
+    # `codeteacher index` prints what it left out, with reasons (issue 16 item 6)
+    for row in ("skipped: binary", "skipped: excluded by .gitignore (folder)"):
+        assert row in r.stdout, r.stdout
+    assert "run.deck" in json.loads((out / "manifest.json").read_text())["files"]
 
 
 # ---- 8. smaller: line ranges, bounded one-line errors, strict schemas, version -------------
@@ -564,7 +578,7 @@ def test_get_code_keeps_trailing_blank_lines_and_index_line_numbers(server, hard
     assert (whole["start_line"], whole["end_line"], whole["total_lines"]) == (1, 3, 3)
     assert whole["text"] == "int blankTail();\n\n"
     assert (tail["start_line"], tail["end_line"], tail["text"]) == (2, 3, "\n")
-    assert ff["text"] == "int formFeedAfter();"  # numbered like the index numbers it
+    assert ff["text"] == "int formFeedAfter() { return 1; }"  # numbered as the index does
     assert sym["matches"][0]["start_line"] == 3
 
 

@@ -67,6 +67,9 @@ def _free_port() -> int:
 
 def _env(**extra) -> dict[str, str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **extra}
+    if env.get("PYTHONPATH"):  # servers run in other folders: a relative entry would miss
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in
+                                            env["PYTHONPATH"].split(os.pathsep) if p)
     return env
 
 
