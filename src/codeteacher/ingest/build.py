@@ -70,10 +70,10 @@ def _host() -> str:
     return "".join(c for c in socket.gethostname() if c.isalnum() or c in "-_")[:40] or "host"
 
 
-def scratch_dir(out: Path) -> Path:
-    """This build's scratch folder beside `out`, named by host and PID so that a later build
-    can tell whether its owner is still alive."""
-    return out.parent / f".{out.name}.building-{_host()}-{os.getpid()}"
+def scratch_dir(out: Path, pid: int | None = None) -> Path:
+    """This build's (or process `pid`'s) scratch folder beside `out`, named by host and PID so
+    that a later build can tell whether its owner is still alive."""
+    return out.parent / f".{out.name}.building-{_host()}-{pid or os.getpid()}"
 
 
 def _pid_alive(pid: int) -> bool:
