@@ -182,7 +182,7 @@ def _error_cases(tmp: Path, index: Path) -> dict[str, tuple[list[str], str]]:
     empty = tmp / "empty"
     empty.mkdir()
     (empty / "logo.png").write_bytes(b"\x89PNG\r\n")
-    (empty / "notes.csv").write_text("1,2\n")
+    (empty / "notes.csv").write_text("")  # (a text file with content would be indexed)
     only_bad = tmp / "only_bad"
     only_bad.mkdir()
     os.symlink("gone.cpp", only_bad / "dangling.cpp")

@@ -202,7 +202,9 @@ def test_interrupted_build_leaves_previous_index_intact(fresh_minipic, default_s
         [sys.executable, "-m", "codeteacher.shells.cli", "index", str(repo), "--out", str(index),
          "--name", "minipic", "-q"],
         cwd=index.parent, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    scratch = index.parent / f".{index.name}.building-{proc.pid}"
+    from codeteacher.ingest.build import scratch_dir
+
+    scratch = scratch_dir(index, proc.pid)
     try:
         # Wait until the embed stage runs: entities written, records not yet.
         while not (scratch / st.ENTITIES).is_file():

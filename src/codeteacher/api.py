@@ -3,7 +3,6 @@ is plain data (pydantic models), rendered only at the edges.
 """
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -15,6 +14,8 @@ from .contracts.errors import UserError
 from .contracts.models import AskResult, Chunk, SearchHit
 from .contracts.settings import Settings, load_settings
 from .index.layout import file_node, module_node, split_node, sym_node
+from .contracts.settings.limits import shorten
+from .index.files import RefusedFile, read_repo_file
 from .index.store import IndexStore
 from .retrieval.search import Trace, search
 
@@ -25,6 +26,7 @@ class CodeSlice(BaseModel):
     end_line: int
     total_lines: int
     text: str
+    truncated: bool = False
 
 
 class GraphNeighbour(BaseModel):
@@ -47,6 +49,7 @@ class IndexStatus(BaseModel):
     stage_seconds: dict[str, float]
     stale_files: list[str] = Field(default_factory=list)  # changed since the build
     missing_files: list[str] = Field(default_factory=list)
+    refused_files: dict[str, str] = Field(default_factory=dict)  # path -> why it was not read
     new_files: int = 0
 
 
@@ -116,6 +119,7 @@ class Engine:
                paths: list[str] | None = None, trace: Trace | None = None) -> list[SearchHit]:
         if not query or not query.strip():
             raise UserError("empty query")
+        self._bounded(query, self.settings.limits.max_question_chars, "question")
         return search(self.store, self.embedder, query, self.settings, k=k, kinds=kinds,
                       paths=paths, trace=trace)
 
@@ -239,7 +243,16 @@ class Engine:
                          k=cfg.ask_max_papers, min_score=cfg.ask_min_score)
 
     # -- lookups ------------------------------------------------------------------------------
+    def _bounded(self, text: str, limit: int, what: str) -> str:
+        """Refuse over-long input before any work: bounded work per request."""
+        if len(text) > limit:
+            raise UserError(f"{what} too long: {len(text)} characters (limit {limit}, "
+                            f"settings limits.max_{'question' if what == 'question' else what}"
+                            "_chars)")
+        return text
+
     def find_symbol(self, name: str) -> list[Chunk]:
+        self._bounded(name, self.settings.limits.max_symbol_chars, "symbol")
         s = self.store
         idx = s.by_symbol.get(name) or s.by_symbol.get(name.split("::")[-1]) or \
             s.by_symbol_lower.get(name.lower(), [])
@@ -250,39 +263,49 @@ class Engine:
         return sorted(out, key=lambda c: (c.is_declaration, c.kind == "function_part", c.path))
 
     def _indexed_path(self, path: str) -> str:
+        self._bounded(path, self.settings.limits.max_path_chars, "path")
         p = path.strip().replace("\\", "/")
         if not p:
             raise UserError("empty path")
         if p.startswith("/") or PurePosixPath(p).is_absolute():
-            raise UserError(f"absolute paths are not allowed: {path}")
+            raise UserError(f"absolute paths are not allowed: {shorten(path)}")
         if ".." in PurePosixPath(p).parts:
-            raise UserError(f"path outside the indexed repository: {path}")
+            raise UserError(f"path outside the indexed repository: {shorten(path)}")
         while p.startswith("./"):  # not lstrip: it would eat the dot of ".github/..."
             p = p[2:]
         return p
 
     def get_code(self, path: str, start_line: int | None = None,
-                 end_line: int | None = None) -> CodeSlice:
+                 end_line: int | None = None, max_lines: int | None = None) -> CodeSlice:
+        """Lines of an indexed file, numbered as the index numbers them (split at "\\n" only,
+        so form feeds and other Unicode line breaks do not shift them). Without `end_line`,
+        at most `max_lines` lines are returned (`truncated` says so)."""
         rel = self._indexed_path(path)
         if rel not in self.store.manifest.files:
-            raise UserError(f"not an indexed file: {path}")
-        root = self.root.resolve()
-        full = (root / rel)
-        real = full.resolve()
-        if os.path.commonpath([str(real), str(root)]) != str(root):
-            raise UserError(f"path outside the indexed repository: {path}")
+            raise UserError(f"not an indexed file: {shorten(path)}")
         try:
-            lines = real.read_text(encoding="utf-8").splitlines()
+            data = read_repo_file(self.root, rel, self.settings.collect.max_file_bytes)
+            text = data.decode("utf-8")
+        except RefusedFile as exc:
+            raise UserError(f"cannot read {shorten(path)}: {exc.reason}") from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise UserError(f"cannot read {path}: {exc}") from None
+            why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+            raise UserError(f"cannot read {shorten(path)}: {why}") from None
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()  # the newline that ends the last line does not start another
+        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
         total = len(lines)
         start = max(1, start_line or 1)
         end = min(total, end_line or total)
         if start > end and total:
-            raise UserError(f"empty line range {start_line}-{end_line} for {path} "
+            raise UserError(f"empty line range {start_line}-{end_line} for {shorten(path)} "
                             f"({total} lines)")
+        truncated = False
+        if end_line is None and max_lines is not None and end - start + 1 > max_lines:
+            end, truncated = start + max_lines - 1, True
         return CodeSlice(path=rel, start_line=start, end_line=end, total_lines=total,
-                         text="\n".join(lines[start - 1:end]))
+                         text="\n".join(lines[start - 1:end]), truncated=truncated)
 
     def file_summary(self, path: str) -> Chunk:
         rel = self._indexed_path(path)
@@ -292,7 +315,7 @@ class Engine:
             if len(hits) == 1:
                 i = self.store.file_record_index(hits[0])
         if i is None:
-            raise UserError(f"not an indexed file: {path}")
+            raise UserError(f"not an indexed file: {shorten(path)}")
         return self.store.records[i]
 
     def module_summary(self, path: str) -> Chunk:
@@ -302,13 +325,13 @@ class Engine:
         if i is None:
             i = self.store.modules.get(key)
         if i is None:
-            raise UserError(f"not an indexed folder: {path}")
+            raise UserError(f"not an indexed folder: {shorten(path)}")
         return self.store.records[i]
 
     def _symbol_nodes(self, symbol: str) -> list[str]:
         chunks = self.find_symbol(symbol)
         if not chunks:
-            raise UserError(f"unknown symbol: {symbol}")
+            raise UserError(f"unknown symbol: {shorten(symbol)}")
         return [sym_node(c.id) for c in chunks if c.kind != "function_part"]
 
     def _neighbour(self, relation: str, node: str) -> GraphNeighbour:
@@ -352,21 +375,28 @@ class Engine:
         return _unique(out)
 
     def status(self) -> IndexStatus:
-        m = self.store.manifest
-        stale, missing = [], []
+        """The manifest, and what changed in the repository since the build. Files are read
+        with the same checks as collection: a FIFO, device or symlink out of the repository
+        is reported under `refused_files`, never opened or hashed."""
         import hashlib
 
+        m = self.store.manifest
+        stale, missing, refused = [], [], {}
         for path, sha in m.files.items():
-            f = self.root / path
             try:
-                if hashlib.sha256(f.read_bytes()).hexdigest() != sha:
-                    stale.append(path)
-            except OSError:
+                data = read_repo_file(self.root, path, self.settings.collect.max_file_bytes)
+            except RefusedFile as exc:
+                refused[path] = exc.reason
+                continue
+            except (OSError, ValueError):
                 missing.append(path)
+                continue
+            if hashlib.sha256(data).hexdigest() != sha:
+                stale.append(path)
         return IndexStatus(name=m.name, path=str(self.store.path), root=m.root,
                            created_at=m.created_at, model_id=m.model_id, counts=m.counts,
                            stage_seconds=m.stage_seconds, stale_files=stale,
-                           missing_files=missing)
+                           missing_files=missing, refused_files=refused)
 
 
 def _unique(items: list[GraphNeighbour]) -> list[GraphNeighbour]:

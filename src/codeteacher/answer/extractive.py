@@ -8,6 +8,7 @@ says comes from the index, so it is always grounded; the Evidence list carries p
 from __future__ import annotations
 
 from ..contracts.models import Chunk, Evidence, SearchHit
+from ..index.layout import sym_node
 from .context import describe_text
 from .text import first_sentences, strip_markup
 
@@ -123,8 +124,8 @@ def relations_sentence(c: Chunk, store=None, limit: int = 3) -> str:
     """What calls the chunk and what it calls (graph edges; else the calls it writes)."""
     if c.kind not in _CODE_KINDS:
         return ""
-    callers = _names(store, f"sym:{c.id}", True, limit) if store is not None else []
-    callees = _names(store, f"sym:{c.id}", False, limit + 1) if store is not None else []
+    callers = _names(store, sym_node(c.id), True, limit) if store is not None else []
+    callees = _names(store, sym_node(c.id), False, limit + 1) if store is not None else []
     if not callees:
         callees = list(dict.fromkeys(n.split("::")[-1] for n in c.calls))[: limit + 1]
     if callers and callees:

@@ -29,6 +29,10 @@ class IndexStore:
             raise UserError(f"no index at {path} (build one with: codeteacher index REPO --out {path})")
         if not (path / st.MANIFEST).is_file():
             raise UserError(f"{path} is not a codeteacher index (no {st.MANIFEST})")
+        for name in (st.MANIFEST, st.RECORDS, st.FAISS, st.VECTORS, st.STRUCTURE):
+            f = path / name
+            if f.exists() and not f.is_file():  # a FIFO or device here would block the load
+                raise UserError(f"corrupt index {path}: {name} is not a regular file")
         self.path = path
         self.manifest = read_model(path / st.MANIFEST, Manifest)
         if self.manifest.chunker_version != CHUNKER_VERSION:

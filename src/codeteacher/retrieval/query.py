@@ -13,7 +13,14 @@ from pydantic import BaseModel, Field
 from ..index.lexical import STOP, acronyms, tokenize
 from ..index.store import IndexStore
 
-_FILEISH = re.compile(r"[\w][\w./+-]*\.[A-Za-z][A-Za-z0-9]{0,5}\b")
+# File names in a question: a run of path characters that starts with a word character and
+# ends in ".ext". One regex for that ([\w][\w./+-]*\.[A-Za-z]...\b) backtracks over every
+# start of a long run, quadratic in its length (a 40k-character token took 15 s and, holding
+# the GIL, froze a whole server), so it is done in two linear passes: the runs, then the last
+# extension inside each run.
+_PATH_RUN = re.compile(r"[\w./+-]+")
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}\b")
+_WORD_CHAR = re.compile(r"\w")
 _IDENT = re.compile(r"`([^`]+)`|([A-Za-z_~][A-Za-z0-9_]*(?:::[A-Za-z_~][A-Za-z0-9_]*)*)(\s*\()?")
 _CODE_EXT = (".h", ".hh", ".hpp", ".hxx", ".cpp", ".cc", ".cxx", ".c", ".cu", ".cuh", ".tpp",
              ".inl", ".ipp", ".tcc")
@@ -30,6 +37,21 @@ class QueryAnalysis(BaseModel):
     intent: str = ""  # set by routing
     profile: str = ""  # expansion profile chosen by the intent
     wanted: list[str] = Field(default_factory=list)  # requested entity types
+
+
+def file_names(text: str) -> list[str]:
+    """File-name-like words of `text` ("src/foo.cpp", "CMakeLists.txt"), in linear time."""
+    out = []
+    for run in _PATH_RUN.finditer(text):
+        first = _WORD_CHAR.search(run.group(0))
+        if first is None:
+            continue
+        end = -1
+        for m in _EXTENSION.finditer(run.group(0), first.start() + 1):
+            end = m.end()
+        if end > 0:
+            out.append(run.group(0)[first.start():end])
+    return out
 
 
 def _strong_identifier(word: str, backticked: bool, called: bool) -> bool:
@@ -56,8 +78,8 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
     tokens += [a for a in acronyms(question, store.lexical.vocab) if a not in tokens]
     qa = QueryAnalysis(question=question, tokens=tokens)
     files: list[str] = []
-    for m in _FILEISH.finditer(question):
-        word = m.group(0).strip("./")
+    for word in file_names(question):
+        word = word.strip("./")
         hits = [p for p in store.manifest.files if p == word or p.endswith("/" + word)]
         if not hits:
             base = PurePosixPath(word).name

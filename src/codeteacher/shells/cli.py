@@ -21,8 +21,17 @@ def _console(stderr: bool = False):
 
 def _settings(args):
     from ..contracts.settings import load_settings
+    from ..contracts.settings.sources import require_opt_in
 
-    return load_settings(getattr(args, "settings", None))
+    settings = load_settings(getattr(args, "settings", None))
+    if hasattr(args, "allow_remote"):  # commands that may run a model: code must not leave
+        require_opt_in(settings, args.allow_remote, source=settings.source)  # unasked
+    return settings
+
+
+def _add_allow_remote(p) -> None:
+    p.add_argument("--allow-remote", action="store_true", help="allow settings that send code "
+                   "or secrets to another host (a non-loopback base_url, online paper sources)")
 
 
 # ---- index / demo ------------------------------------------------------------------------------
@@ -124,6 +133,10 @@ def cmd_demo(args) -> int:
     repo = DEMO_FILE.parent / demo["repo"]
     out = Path(args.out or Path("embeddings") / demo["name"])
     settings = _settings(args)
+    if demo.get("papers"):  # recorded in the index, so `serve` finds the demo's library
+        library = (out.parent / f"{demo['name']}-papers.sqlite").absolute()
+        settings = settings.model_copy(update={"papers": settings.papers.model_copy(
+            update={"library": str(library)})})
     report = build_index(repo, out=out, name=demo["name"], settings=settings, progress=True)
     _render_build(report)
     if demo.get("papers"):
@@ -131,7 +144,6 @@ def cmd_demo(args) -> int:
         from ..papers.api import import_files
         from ..papers.linking import build_paper_links
 
-        library = out.parent / f"{demo['name']}-papers.sqlite"
         import_files([str(DEMO_FILE.parent / demo["papers"])], library=str(library),
                      settings=settings)
         links = build_paper_links(out, library, settings)
@@ -324,6 +336,7 @@ def _add_ask_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="also print time to first "
                    "token, latency, tokens and confidence")
     p.add_argument("--settings", help="runtime_settings.json to use")
+    _add_allow_remote(p)
     p.set_defaults(func=cmd_ask)
 
 
@@ -386,10 +399,11 @@ def _stage_index(work: Path, out: Path, settings, name: str | None) -> None:
     import shutil
 
     from ..ingest import stages as st
-    from ..ingest.build import _check_output, swap_in
+    from ..ingest.build import _check_output, clean_stale_scratch, scratch_dir, swap_in
 
     _check_output(out)
-    tmp = out.parent / f".{out.name}.building-{os.getpid()}"
+    clean_stale_scratch(out)
+    tmp = scratch_dir(out)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
@@ -468,11 +482,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watch", type=float, metavar="SECONDS",
                    help="keep running: check the repository every SECONDS and update the index "
                         "when files change (models stay loaded; Ctrl-C stops)")
+    _add_allow_remote(p)
     p.set_defaults(func=cmd_index)
     p = sub.add_parser("demo", help="index the bundled sample app and answer a question")
     p.add_argument("--out")
     p.add_argument("--settings")
     p.add_argument("--questions", type=int, default=2)
+    _add_allow_remote(p)
     p.set_defaults(func=cmd_demo)
     _add_ask_args(sub.add_parser("ask", help="ask a question (same as the `ask` command)"))
     _add_stage_parser(sub)

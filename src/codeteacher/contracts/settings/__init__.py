@@ -10,12 +10,13 @@ import hashlib
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from ..errors import UserError
 from .evaluation import EvalSettings
 from .generation import GenerationSettings
+from .limits import LimitSettings
 from .papers import PaperSettings
 from .retrieval import (
     ContextFilterSettings,
@@ -56,6 +57,16 @@ class CollectSettings(Section):
     respect_gitignore: bool = Field(default=True, description="Honour .gitignore files.")
     max_file_bytes: int = Field(default=1_500_000, description="Larger files are skipped.")
     follow_symlinks: bool = Field(default=False, description="Follow symlinked dirs (loop-safe).")
+    index_other_text: bool = Field(default=True, description="Index every other text file "
+                                   "under the size limit too (templates, input decks, licences, "
+                                   "CI and container files): text is recognised by content (no "
+                                   "NUL byte, valid UTF-8), not by a list of names.")
+    prose_min_share: float = Field(default=0.5, ge=0.0, le=1.0, description="An unrecognised "
+                                   "text file whose non-empty lines read as prose at least this "
+                                   "often is chunked as a document (sections); otherwise as a "
+                                   "configuration or data file (line windows).")
+    prose_min_words: int = Field(default=5, ge=1, description="Words a line needs (and mostly "
+                                 "letters) to count as prose in that test.")
 
 
 class ChunkSettings(Section):
@@ -157,6 +168,15 @@ class Settings(Section):
                                            description="LLM backends, prompts and budgets.")
     evaluation: EvalSettings = Field(default_factory=EvalSettings,
                                      description="Benchmark runs, scoring and judging.")
+    limits: LimitSettings = Field(default_factory=LimitSettings,
+                                  description="Bounds on every request: text lengths, time per "
+                                  "call, worker threads, error size, shutdown grace.")
+    # Where these settings were read from ("" = built-in defaults); shown by index_status.
+    _source: str = PrivateAttr(default="")
+
+    @property
+    def source(self) -> str:
+        return self._source
 
     @model_validator(mode="after")
     def _profiles_exist(self) -> "Settings":
@@ -185,9 +205,12 @@ class Settings(Section):
 DEFAULT_SETTINGS_FILE = "runtime_settings.json"
 
 
-def find_settings_file(explicit: str | Path | None = None) -> Path | None:
-    """The explicit file, else $CODETEACHER_SETTINGS, else ./runtime_settings.json, else none."""
+def find_settings_file(explicit: str | Path | None = None, cwd: bool = True) -> Path | None:
+    """The explicit file, else $CODETEACHER_SETTINGS, else ./runtime_settings.json (only when
+    `cwd`; `serve` passes False), else the user's config file, else none."""
     import os
+
+    from .sources import user_config_file
 
     if explicit:
         return Path(explicit)
@@ -195,7 +218,10 @@ def find_settings_file(explicit: str | Path | None = None) -> Path | None:
     if env:
         return Path(env)
     local = Path.cwd() / DEFAULT_SETTINGS_FILE
-    return local if local.is_file() else None
+    if cwd and local.is_file():
+        return local
+    user = user_config_file()
+    return user if user.is_file() else None
 
 
 def _format_error(err: ValidationError, source: str) -> str:
@@ -206,21 +232,38 @@ def _format_error(err: ValidationError, source: str) -> str:
     return f"{source}: invalid setting '{loc}': {first['msg']}"
 
 
-def load_settings(path: str | Path | None = None) -> Settings:
-    """Load and validate settings; a bad file raises UserError with a one-line message."""
-    file = find_settings_file(path)
+def load_settings(path: str | Path | None = None, cwd: bool = True) -> Settings:
+    """Load and validate settings; a bad file raises UserError with a one-line message.
+    Relative paths written in the file resolve against the file's folder."""
+    file = find_settings_file(path, cwd=cwd)
     if file is None:
         return Settings()
+    return read_settings_file(Path(file))
+
+
+def read_settings_file(file: Path, resolve: bool = True) -> Settings:
+    """One settings file; with `resolve`, its relative paths are made absolute against its
+    folder (the index's recorded settings are read as written)."""
+    from .sources import resolve_paths
+
     try:
-        data = json.loads(Path(file).read_text(encoding="utf-8"))
+        if file.exists() and not file.is_file():  # a FIFO or device would block the read
+            raise UserError(f"settings file is not a regular file: {file}")
+        data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"settings file not found: {file}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{file}: not valid JSON ({exc})") from None
+        raise UserError(f"{file}: not valid JSON ({str(exc)[:120]})") from None
+    except OSError as exc:
+        raise UserError(f"cannot read settings file {file}: {exc.strerror}") from None
     if not isinstance(data, dict):
         raise UserError(f"{file}: top level must be a JSON object")
     data.pop("$comment", None)
     try:
-        return Settings.model_validate(data)
+        if resolve:
+            data = resolve_paths(data, file.absolute().parent)
+        settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise UserError(_format_error(exc, str(file))) from None
+    settings._source = str(file.absolute())
+    return settings
