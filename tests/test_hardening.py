@@ -758,7 +758,9 @@ def _inspector() -> list[str] | None:
     @modelcontextprotocol/inspector), else one on PATH; never downloaded by the tests."""
     if not shutil.which("node"):
         return None
-    prefix = os.environ.get("MCP_INSPECTOR_DIR")
+    # scripts/setup.sh --dev installs it into .venv/inspector where npm is present
+    prefix = os.environ.get("MCP_INSPECTOR_DIR") or str(Path(__file__).resolve().parents[1]
+                                                        / ".venv" / "inspector")
     if prefix:
         exe = Path(prefix) / "node_modules" / ".bin" / "mcp-inspector"
         return [str(exe), "--cli"] if exe.exists() else None
