@@ -97,14 +97,21 @@ def acronyms(text: str, vocab) -> list[str]:
     return out
 
 
+FILES_SUBDIR = "files"  # whole-file BM25, inside the chunk BM25 folder
+
+
 class LexicalIndex:
-    """BM25 over token lists; scores for every document at once (corpora are small)."""
+    """BM25 over token lists; scores for every document at once (corpora are small).
+
+    `files` (optional) is a second BM25 over whole files, one document per repository file:
+    a file's words together say what it is about better than any one of its chunks."""
 
     def __init__(self, retriever: bm25s.BM25, df: dict[str, int] | None = None):
         self._r = retriever
         self.vocab = retriever.vocab_dict
         self.df = df or {}
         self.n_docs = int(retriever.scores["num_docs"])
+        self.files: FileLexicalIndex | None = None
 
     def idf(self, token: str) -> float:
         """BM25-style inverse document frequency (unknown tokens count as rare)."""
@@ -138,6 +145,8 @@ class LexicalIndex:
 
         self._r.save(str(folder), show_progress=False)
         (Path(folder) / "df.json").write_text(json.dumps(self.df), encoding="utf-8")
+        if self.files is not None:
+            self.files.save(Path(folder) / FILES_SUBDIR)
 
     @classmethod
     def load(cls, folder: Path) -> "LexicalIndex":
@@ -145,4 +154,47 @@ class LexicalIndex:
 
         df_file = Path(folder) / "df.json"
         df = json.loads(df_file.read_text(encoding="utf-8")) if df_file.is_file() else {}
-        return cls(bm25s.BM25.load(str(folder), show_progress=False), df)
+        index = cls(bm25s.BM25.load(str(folder), show_progress=False), df)
+        if (Path(folder) / FILES_SUBDIR / "paths.json").is_file():
+            index.files = FileLexicalIndex.load(Path(folder) / FILES_SUBDIR)
+        return index
+
+
+def file_tokens(path: str, text: str) -> list[str]:
+    """Tokens of a whole file: its path words, then its text."""
+    return tokenize(path.replace("/", " ").replace(".", " ") + " " + text)
+
+
+class FileLexicalIndex:
+    """BM25 with one document per repository file (path -> row)."""
+
+    def __init__(self, index: LexicalIndex, paths: list[str]):
+        self.index, self.paths = index, paths
+
+    @classmethod
+    def build(cls, root: Path, paths: list[str]) -> "FileLexicalIndex":
+        docs = []
+        for p in paths:
+            try:
+                text = (Path(root) / p).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            docs.append(file_tokens(p, text))
+        return cls(LexicalIndex.build(docs), list(paths))
+
+    def scores(self, query_tokens: list[str]) -> np.ndarray:
+        return self.index.scores(query_tokens)
+
+    def save(self, folder: Path) -> None:
+        import json
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self.index.save(folder)
+        (folder / "paths.json").write_text(json.dumps(self.paths), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path) -> "FileLexicalIndex":
+        import json
+
+        paths = json.loads((folder / "paths.json").read_text(encoding="utf-8"))
+        return cls(LexicalIndex.load(folder), paths)

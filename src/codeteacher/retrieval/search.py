@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 import numpy as np
 
 from ..contracts.models import SearchHit
 from ..contracts.settings import Settings
 from ..index.store import IndexStore
-from .query import QueryAnalysis, analyze
+from .literal import match_literals
+from .query import CODE_EXT, QueryAnalysis, analyze
 
 
 @dataclass
@@ -49,8 +51,8 @@ def _top(scores: np.ndarray, k: int) -> list[int]:
 
 
 def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
-                      settings: Settings, allowed: np.ndarray | None = None
-                      ) -> dict[int, Candidate]:
+                      settings: Settings, allowed: np.ndarray | None = None,
+                      file_weight: float | None = None) -> dict[int, Candidate]:
     rs = settings.retrieval
     cands: dict[int, Candidate] = {}
 
@@ -80,6 +82,9 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
         c.lexical_rank = rank
         c.fused += 1.0 / (rs.rrf_k + rank + 1)
         c.why.append(f"bm25 #{rank + 1}")
+    _exact_tokens(store, qa, rs, get, allowed)
+    _file_channel(store, qvec, qa, rs, get, allowed, lex, list(cands),
+                  rs.file_channel.weight if file_weight is None else file_weight)
 
     # Exact file lookups: the file's entity, plus its best chunks by similarity (file-scoped).
     for path in qa.files:
@@ -98,7 +103,8 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
         members = [i for i in store.by_path.get(path, [])
                    if store.records[i].kind not in ("file",) and (allowed is None or allowed[i])]
         if members:
-            local = np.asarray(store.vectors[members]) @ qvec + 0.02 * lex[members]
+            local = np.asarray(store.vectors[members]) @ qvec + rs.file_scoped_lexical * \
+                lex[members]
             for j in np.argsort(-local)[:rs.file_scoped_k]:
                 c = get(members[int(j)])
                 c.fused += bonus * 0.8
@@ -131,16 +137,65 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
     return cands
 
 
+def _exact_tokens(store: IndexStore, qa: QueryAnalysis, rs, get, allowed) -> None:
+    """Records that contain an identifier-shaped word of the question verbatim."""
+    et = rs.exact_tokens
+    if not et.enabled or not qa.literals:
+        return
+    for m in match_literals(store, qa.literals, et.max_files, et.max_records):
+        for i, same_case in m.exact.items():
+            if allowed is not None and not allowed[i]:
+                continue
+            c = get(i)
+            c.fused += et.bonus * m.weight * (1.0 if same_case else et.case_insensitive_factor)
+            c.why.append(f"exact '{m.literal}'{'' if same_case else ' (other case)'} "
+                         f"in {m.files} file{'s' if m.files > 1 else ''}")
+
+
+def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, get, allowed,
+                  lex: np.ndarray, found_by, weight: float) -> None:
+    """Whole-file BM25 as a third ranked list: each ranked file lends its reciprocal rank to
+    its file entity and to its own best chunks for the question."""
+    fc, files = rs.file_channel, store.lexical.files
+    if not fc.enabled or files is None or not weight:
+        return
+    fs = files.scores(qa.tokens)
+    found = set(found_by)
+    for rank, j in enumerate(_top(fs, fc.top_files)):
+        path = files.paths[j]
+        contrib = weight / (rs.rrf_k + rank + 1)
+        targets = []
+        fi = store.file_record_index(path)
+        if fi is not None:
+            targets.append(fi)
+        members = [i for i in store.by_path.get(path, []) if store.records[i].kind != "file"
+                   and (not fc.found_only or i in found)]
+        if members and fc.chunks_per_file:
+            local = np.asarray(store.vectors[members]) @ qvec + rs.file_scoped_lexical * \
+                lex[members]
+            targets += [members[int(t)] for t in np.argsort(-local)[:fc.chunks_per_file]]
+        for i in targets:
+            if allowed is not None and not allowed[i]:
+                continue
+            c = get(i)
+            c.fused += contrib
+            c.why.append(f"file bm25 #{rank + 1}")
+
+
 def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int,
-           same_file_penalty: float = 0.0) -> list[Candidate]:
+           same_file_penalty: float = 0.0, max_per_name: int | None = None,
+           pool_size: int = 40) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
-    that distinct relevant files surface before a third chunk of the same file."""
+    that distinct relevant files surface before a third chunk of the same file. Files with the
+    same base name in different folders (parallel ports, per-backend copies) are one family:
+    at most `max_per_name` of its files are shown, so they do not crowd out the other files."""
     chosen: list[Candidate] = []
     seen_ranges: set[tuple] = set()
     chosen_ids: set[str] = set()
     per_file: dict[str, int] = defaultdict(int)
-    pool = list(ranked[: max(4 * k, 40)])
+    per_name: dict[str, set[str]] = defaultdict(set)
+    pool = list(ranked[: max(4 * k, pool_size)])
     while pool and len(chosen) < k:
         best, best_score = None, None
         for c in pool:
@@ -162,12 +217,16 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
                 r = store.records[best.idx]
         # A call-chain entity spans its root function's lines but says something else.
         key = (r.path, r.start_line, r.end_line, r.kind == "call_chain")
+        name = PurePosixPath(r.path).name
+        family = per_name[name] if PurePosixPath(name).suffix.lower() in CODE_EXT else set()
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
-                or per_file[r.path] >= max_per_file:
+                or per_file[r.path] >= max_per_file \
+                or (max_per_name and r.path not in family and len(family) >= max_per_name):
             continue
         seen_ranges.add(key)
         chosen_ids.add(r.id)
         per_file[r.path] += 1
+        family.add(r.path)
         chosen.append(best)
     return chosen
 
@@ -202,7 +261,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     rule = settings.routing.intents.get(qa.intent) if settings.routing.enabled else None
     qvec = embedder.embed([question])[0]
     allowed = allowed_mask(store, kinds, paths)
-    cands = gather_candidates(store, qvec, qa, settings, allowed)
+    cands = gather_candidates(store, qvec, qa, settings, allowed,
+                              rule.file_channel_weight if rule else None)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     if settings.rerank.enabled:
         rerank(ranked, store.records, qa.tokens, rule, qa.intent, qa.wanted, settings.rerank,
@@ -219,7 +279,9 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     # Select generously, then let the context filter drop what stronger chunks already carry.
     per_file = (rule.max_per_file if rule and rule.max_per_file
                 else settings.retrieval.max_per_file)
-    pool = select(store, ranked, k * 2, per_file, settings.retrieval.same_file_penalty)
+    rs = settings.retrieval
+    pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
+                  rs.select_pool)
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

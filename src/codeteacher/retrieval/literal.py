@@ -1,0 +1,113 @@
+"""Exact-token channel: identifier-shaped words of the question matched literally in the index.
+
+Code search engines treat a verbatim hit of a rare token as the strongest signal: a user who
+types `KOKKOS_ENABLE_CUDA`, `--dumpbinary`, `force_lj_neigh` or `model.cmake` means that string.
+BM25 splits such words into sub-words and so also ranks files that merely share the parts.
+Here each literal is looked up through the BM25 vocabulary (its longest identifier part), then
+confirmed in the record's own text, case-sensitively and not; its weight is its rarity among
+the repository's files, so a name that occurs in two files counts far more than one in fifty.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..index.store import IndexStore
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z][A-Za-z0-9_]*")
+_EDGE = "\"'()[]{}<>,;:?!*"
+_FILE = re.compile(r"[\w+-]*\w\.[A-Za-z][A-Za-z0-9]{0,5}")
+_MIXED_DIGITS = re.compile(r"[A-Za-z]+[0-9]+[A-Za-z0-9]*")
+
+
+@dataclass
+class LiteralMatch:
+    literal: str
+    files: int  # files where it occurs (any case)
+    weight: float  # rarity in [0, 1]
+    exact: dict[int, bool]  # record index -> case-sensitive match?
+
+
+def identifier_shape(word: str) -> str | None:
+    """The shape of an identifier-like word, or None for a plain English word."""
+    if word.startswith("--") and len(word) > 3 and _WORD.fullmatch(word[2:].replace("-", "_")):
+        return "flag"
+    if "::" in word:
+        return "qualified"
+    if "." in word:
+        return "file" if _FILE.fullmatch(word) and len(word.split(".")[0]) > 1 else None
+    if not _WORD.fullmatch(word) or len(word) < 3:
+        return None
+    if "_" in word.strip("_"):
+        return "snake"
+    if word.isupper() and any(ch.isalpha() for ch in word):
+        return "caps"
+    if any(a.islower() and b.isupper() for a, b in zip(word, word[1:])):
+        return "camel"
+    if word[0].isupper() and sum(ch.isupper() for ch in word) >= 2:
+        return "camel"
+    if _MIXED_DIGITS.fullmatch(word):
+        return "digits"
+    return None
+
+
+def literals(question: str) -> list[str]:
+    """Identifier-shaped words of the question, as written (backticked text always counts).
+    Splits on white space and strips punctuation: linear in the question's length."""
+    out: list[str] = []
+    for piece in question.split():
+        quoted = piece.startswith("`") or piece.endswith("`")
+        word = piece.strip("`").strip(_EDGE).rstrip(".").strip(_EDGE)
+        if word.endswith("()"):
+            word = word[:-2]
+        if len(word) < 2:
+            continue
+        if (quoted or identifier_shape(word)) and word not in out:
+            out.append(word)
+    return out
+
+
+def _key(literal: str) -> str | None:
+    """The BM25 token to find candidate records: the literal's longest identifier run."""
+    words = _WORD.findall(literal)
+    return max(words, key=len).lower().strip("_") if words else None
+
+
+def _haystack(store: IndexStore, i: int) -> str:
+    r = store.records[i]
+    return f"{r.path}\n{r.qualified_name}\n{r.signature}\n{r.comment}\n{r.text}"
+
+
+def match_literals(store: IndexStore, words: list[str], max_files: int,
+                   max_records: int) -> list[LiteralMatch]:
+    """Records that contain each literal verbatim; literals in more than `max_files` files
+    (common words) are dropped."""
+    n_files = max(2, len(store.manifest.files))
+    out = []
+    for lit in words:
+        key = _key(lit)
+        if not key or key not in store.lexical.vocab:
+            continue
+        scores = store.lexical.scores([key])
+        docs = np.flatnonzero(scores)
+        if len(docs) == 0 or len(docs) > max_records:
+            continue
+        low = lit.lower()
+        exact: dict[int, bool] = {}
+        for i in docs:
+            hay = _haystack(store, int(i))
+            if lit in hay:
+                exact[int(i)] = True
+            elif low in hay.lower():
+                exact[int(i)] = False
+        files = {store.records[i].path for i in exact if store.records[i].kind != "module"}
+        if not files or len(files) > max_files:
+            continue
+        # Squared normalised IDF: one file 1.0, a few files ~0.7, a tenth of them ~0.25.
+        weight = (math.log(n_files / len(files)) / math.log(n_files)) ** 2 if len(files) > 1 \
+            else 1.0
+        out.append(LiteralMatch(lit, len(files), round(weight, 3), exact))
+    return out
