@@ -29,6 +29,7 @@ class LiteralMatch:
     files: int  # files where it occurs (any case)
     weight: float  # rarity in [0, 1]
     exact: dict[int, bool]  # record index -> case-sensitive match?
+    shape: str = ""
 
 
 def identifier_shape(word: str) -> str | None:
@@ -82,9 +83,10 @@ def _haystack(store: IndexStore, i: int) -> str:
 
 
 def match_literals(store: IndexStore, words: list[str], max_files: int,
-                   max_records: int) -> list[LiteralMatch]:
-    """Records that contain each literal verbatim; literals in more than `max_files` files
-    (common words) are dropped."""
+                   max_records: int, acronym_factor: float = 1.0, max_share: float = 1.0
+                   ) -> list[LiteralMatch]:
+    """Records that contain each literal verbatim; literals in more than `max_files` files,
+    or in more than `max_share` of all files (common words of the code), are dropped."""
     n_files = max(2, len(store.manifest.files))
     out = []
     for lit in words:
@@ -104,10 +106,13 @@ def match_literals(store: IndexStore, words: list[str], max_files: int,
             elif low in hay.lower():
                 exact[int(i)] = False
         files = {store.records[i].path for i in exact if store.records[i].kind != "module"}
-        if not files or len(files) > max_files:
+        if not files or len(files) > min(max_files, max(2.0, max_share * n_files)):
             continue
         # Squared normalised IDF: one file 1.0, a few files ~0.7, a tenth of them ~0.25.
         weight = (math.log(n_files / len(files)) / math.log(n_files)) ** 2 if len(files) > 1 \
             else 1.0
-        out.append(LiteralMatch(lit, len(files), round(weight, 3), exact))
+        shape = identifier_shape(lit) or "quoted"
+        if shape == "caps":  # prose uses acronyms for concepts (GPU, MPI), not only names
+            weight *= acronym_factor
+        out.append(LiteralMatch(lit, len(files), round(weight, 3), exact, shape))
     return out

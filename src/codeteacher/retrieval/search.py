@@ -14,6 +14,7 @@ import numpy as np
 
 from ..contracts.models import SearchHit
 from ..contracts.settings import Settings
+from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
 from .literal import match_literals
 from .query import CODE_EXT, QueryAnalysis, analyze
@@ -82,6 +83,7 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
         c.lexical_rank = rank
         c.fused += 1.0 / (rs.rrf_k + rank + 1)
         c.why.append(f"bm25 #{rank + 1}")
+    _feedback(store, qa, rs, get, allowed, cands)
     _exact_tokens(store, qa, rs, get, allowed)
     _file_channel(store, qvec, qa, rs, get, allowed, lex, list(cands),
                   rs.file_channel.weight if file_weight is None else file_weight)
@@ -137,12 +139,43 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
     return cands
 
 
+def _feedback(store: IndexStore, qa: QueryAnalysis, rs, get, allowed, cands) -> None:
+    """Pseudo-relevance feedback in the repository's own vocabulary: words that several of the
+    best first-round chunks share (and the question lacks) query BM25 once more, as one more
+    ranked list at reduced weight. Bridges prose ("split the domain") to code words."""
+    fb = rs.feedback
+    if not fb.enabled or not cands:
+        return
+    top = sorted(cands.values(), key=lambda c: -c.fused)[: fb.docs]
+    asked = set(qa.tokens)
+    seen: dict[str, int] = defaultdict(int)
+    for c in top:
+        r = store.records[c.idx]
+        for t in set(tokenize(f"{r.qualified_name} {r.signature} {r.comment} "
+                              f"{r.text[: fb.chars]}")):
+            if len(t) >= 3 and t not in asked and t not in STOP:
+                seen[t] += 1
+    terms = sorted((t for t, n in seen.items() if n >= fb.min_docs and t in store.lexical.vocab),
+                   key=lambda t: -seen[t] * store.lexical.idf(t))[: fb.terms]
+    if not terms:
+        return
+    scores = store.lexical.scores(terms)
+    if allowed is not None:
+        scores = np.where(allowed, scores, 0.0)
+    for rank, i in enumerate(_top(scores, rs.lexical_k)):
+        c = get(i)
+        c.fused += fb.weight / (rs.rrf_k + rank + 1)
+        if rank < 10:
+            c.why.append(f"feedback bm25 #{rank + 1}")
+
+
 def _exact_tokens(store: IndexStore, qa: QueryAnalysis, rs, get, allowed) -> None:
     """Records that contain an identifier-shaped word of the question verbatim."""
     et = rs.exact_tokens
     if not et.enabled or not qa.literals:
         return
-    for m in match_literals(store, qa.literals, et.max_files, et.max_records):
+    for m in match_literals(store, qa.literals, et.max_files, et.max_records,
+                            et.acronym_factor, et.max_file_share):
         for i, same_case in m.exact.items():
             if allowed is not None and not allowed[i]:
                 continue
@@ -184,7 +217,7 @@ def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, ge
 
 def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int,
            same_file_penalty: float = 0.0, max_per_name: int | None = None,
-           pool_size: int = 40) -> list[Candidate]:
+           pool_size: int = 40, replace_modules: bool = False) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file. Files with the
@@ -212,6 +245,17 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
                      and store.records[c.idx].kind not in ("file", "call_chain")]
             if inner:
                 pool.append(best)
+                best = max(inner, key=lambda c: c.score)
+                pool.remove(best)
+                r = store.records[best.idx]
+        if r.kind == "module" and replace_modules:
+            # A folder is shown through its best file in the pool: a container entity
+            # fills a slot that the file it summarises should take.
+            prefix = r.path.rstrip("/") + "/"
+            inner = [c for c in pool if store.records[c.idx].path.startswith(prefix)
+                     and store.records[c.idx].kind != "module"
+                     and per_file[store.records[c.idx].path] < max_per_file]
+            if inner:
                 best = max(inner, key=lambda c: c.score)
                 pool.remove(best)
                 r = store.records[best.idx]
@@ -281,7 +325,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                 else settings.retrieval.max_per_file)
     rs = settings.retrieval
     pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
-                  rs.select_pool)
+                  rs.select_pool, rs.modules_as_files and "module" not in qa.wanted)
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

@@ -196,8 +196,14 @@ class ExactTokenSettings(_S):
                          "evidence but not a lookup.")
     case_insensitive_factor: float = Field(default=0.5, description="Share of the bonus when "
                                            "the literal occurs only in another letter case.")
+    acronym_factor: float = Field(default=0.3, description="Share of the bonus for an "
+                                  "all-capitals word without underscore (GPU, MPI): prose "
+                                  "uses acronyms for concepts, not only as names.")
     max_files: int = Field(default=12, description="Literals found in more files than this "
                            "are common words of the code, not names the user means.")
+    max_file_share: float = Field(default=0.05, description="Literals in more than this share "
+                                  "of the files (at least 2 files allowed) do not pinpoint "
+                                  "anything: boosting all of them only pushes other files out.")
     max_records: int = Field(default=400, description="Records scanned per literal (the "
                              "vocabulary hit count); more means a common word.")
 
@@ -217,6 +223,21 @@ class FileChannelSettings(_S):
                              "it does not add chunks of its own).")
 
 
+class FeedbackSettings(_S):
+    """Pseudo-relevance feedback over BM25 with the repository's own words (see search.py)."""
+
+    enabled: bool = Field(default=False, description="Off: on every corpus it added noise "
+                          "(see eval/README.md).")
+    docs: int = Field(default=6, description="Best first-round candidates read for words.")
+    min_docs: int = Field(default=2, description="A word must occur in this many of them: one "
+                          "chunk's words are its own topic, shared words are the question's.")
+    terms: int = Field(default=8, description="Feedback words kept (rarest shared first).")
+    chars: int = Field(default=1500, description="Characters of each chunk's code read.")
+    weight: float = Field(default=0.5, description="Scale of the feedback list's reciprocal-"
+                          "rank contribution: a guess from the first round, below the "
+                          "question's own lists.")
+
+
 class RetrievalSettings(_S):
     k: int = Field(default=8, description="Evidence items returned by ask.")
     dense_k: int = Field(default=60, description="Candidates from the vector index.")
@@ -234,11 +255,16 @@ class RetrievalSettings(_S):
     file_scoped_lexical: float = Field(default=0.02, description="Weight of a chunk's BM25 score "
                                        "next to its cosine similarity when picking the best "
                                        "chunks inside one file (BM25 ~1-20, cosine ~0.2-0.7).")
-    max_per_file: int = Field(default=3, description="Evidence items per file (diversity).")
+    max_per_file: int = Field(default=1, description="Evidence items per file (diversity): a "
+                              "file's last slot goes to its best own chunk, so one item per "
+                              "file leaves room for the other files of a multi-file answer.")
     max_per_name: int | None = Field(default=2, ge=1, description="Code files of one base name in "
                                      "different folders (parallel ports, per-backend copies) "
                                      "shown at most: beyond that they repeat one answer and "
                                      "crowd out the other files. null = no limit.")
+    modules_as_files: bool = Field(default=True, description="A folder entity picked as "
+                                   "evidence is replaced by its best-ranked file, unless the "
+                                   "question asks about folders/modules.")
     select_pool: int = Field(default=40, description="Ranked candidates the final pick looks "
                              "through (at least 4 per evidence item).")
     same_file_penalty: float = Field(default=0.01, description="Subtracted per chunk already "
@@ -251,3 +277,4 @@ class RetrievalSettings(_S):
                                              "uses acronyms for concepts, not only for names.")
     exact_tokens: ExactTokenSettings = Field(default_factory=lambda: ExactTokenSettings())
     file_channel: FileChannelSettings = Field(default_factory=lambda: FileChannelSettings())
+    feedback: FeedbackSettings = Field(default_factory=lambda: FeedbackSettings())
