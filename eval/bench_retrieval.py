@@ -52,6 +52,14 @@ ABLATIONS = {
     "no context filter": {"context_filter.enabled": False},
     "no exact tokens": {"retrieval.exact_tokens.enabled": False},
     "no file channel": {"retrieval.file_channel.enabled": False},
+    "no name family cap": {"retrieval.max_per_name": None},
+    "3 per file": {"retrieval.max_per_file": 3},
+    "folders kept": {"retrieval.modules_as_files": False},
+    # Tried and off by default: switched ON here to show what they would do.
+    "+ feedback (PRF)": {"retrieval.feedback.enabled": True},
+    "+ other-file expansion": {f"expansion.profiles.{p}.{r}": 1
+                               for p in ("minimal", "balanced", "broad")
+                               for r in ("twin", "build", "bases")},
 }
 K_MAX = 10
 

@@ -56,18 +56,18 @@ def identifier_shape(word: str) -> str | None:
 
 
 def literals(question: str) -> list[str]:
-    """Identifier-shaped words of the question, as written (backticked text always counts).
-    Splits on white space and strips punctuation: linear in the question's length."""
+    """Identifier-shaped words of the question, as written; backticked text always counts.
+    Splits on backticks and white space and strips punctuation: linear in the length."""
     out: list[str] = []
-    for piece in question.split():
-        quoted = piece.startswith("`") or piece.endswith("`")
-        word = piece.strip("`").strip(_EDGE).rstrip(".").strip(_EDGE)
-        if word.endswith("()"):
-            word = word[:-2]
-        if len(word) < 2:
-            continue
-        if (quoted or identifier_shape(word)) and word not in out:
-            out.append(word)
+    for n, part in enumerate(question.split("`")):
+        quoted = n % 2 == 1 and n < question.count("`")
+        for word in ([part.strip()] if quoted else part.split()):
+            if not quoted:
+                word = word.strip(_EDGE).rstrip(".").strip(_EDGE)
+            if word.endswith("()"):
+                word = word[:-2]
+            if len(word) >= 2 and (quoted or identifier_shape(word)) and word not in out:
+                out.append(word)
     return out
 
 
@@ -82,6 +82,29 @@ def _haystack(store: IndexStore, i: int) -> str:
     return f"{r.path}\n{r.qualified_name}\n{r.signature}\n{r.comment}\n{r.text}"
 
 
+def _file_hits(store: IndexStore, key: str, lit: str, limit: int) -> dict[str, bool]:
+    """Files (via the whole-file BM25 vocabulary) whose text holds the literal: path -> same
+    case? Skipped when the key token is in more than `limit` files."""
+    files = store.lexical.files
+    if files is None:
+        return {}
+    rows = np.flatnonzero(files.scores([key]))
+    if len(rows) > limit:
+        return {}
+    out: dict[str, bool] = {}
+    for j in rows:
+        path = files.paths[int(j)]
+        try:
+            text = (store.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:  # repository moved since indexing: the records still answer
+            continue
+        if lit in text:
+            out[path] = True
+        elif lit.lower() in text.lower():
+            out[path] = False
+    return out
+
+
 def match_literals(store: IndexStore, words: list[str], max_files: int,
                    max_records: int, acronym_factor: float = 1.0, max_share: float = 1.0
                    ) -> list[LiteralMatch]:
@@ -91,11 +114,12 @@ def match_literals(store: IndexStore, words: list[str], max_files: int,
     out = []
     for lit in words:
         key = _key(lit)
-        if not key or key not in store.lexical.vocab:
+        files_ix = store.lexical.files
+        if not key or (key not in store.lexical.vocab
+                       and (files_ix is None or key not in files_ix.index.vocab)):
             continue
-        scores = store.lexical.scores([key])
-        docs = np.flatnonzero(scores)
-        if len(docs) == 0 or len(docs) > max_records:
+        docs = np.flatnonzero(store.lexical.scores([key]))
+        if len(docs) > max_records:
             continue
         low = lit.lower()
         exact: dict[int, bool] = {}
@@ -106,6 +130,12 @@ def match_literals(store: IndexStore, words: list[str], max_files: int,
             elif low in hay.lower():
                 exact[int(i)] = False
         files = {store.records[i].path for i in exact if store.records[i].kind != "module"}
+        # Whole files too: top-level text (macros, options, includes) is in no chunk.
+        for path, same_case in _file_hits(store, key, lit, 4 * max_files).items():
+            files.add(path)
+            fi = store.file_record_index(path)
+            if fi is not None:
+                exact[fi] = exact.get(fi, False) or same_case
         if not files or len(files) > min(max_files, max(2.0, max_share * n_files)):
             continue
         # Squared normalised IDF: one file 1.0, a few files ~0.7, a tenth of them ~0.25.

@@ -109,22 +109,23 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
                 lex[members]
             for j in np.argsort(-local)[:rs.file_scoped_k]:
                 c = get(members[int(j)])
-                c.fused += bonus * 0.8
+                c.fused += bonus * rs.file_scoped_factor
                 c.why.append("best match inside named file")
     # Exact symbol lookups: definitions outrank declarations; a class's constructors share
     # its name but are not what "the class X" refers to, so they get a fraction.
     mentions_ctor = any(w in qa.question.lower() for w in ("constructor", "destructor"))
     for sym, conf in qa.symbols.items():
         defs = store.by_symbol.get(sym, [])
-        for i in defs[:12]:
+        for i in defs[:rs.max_symbol_defs]:
             if allowed is not None and not allowed[i]:
                 continue
             r = store.records[i]
-            weight = conf * (0.6 if r.is_declaration or r.kind == "declaration" else 1.0)
+            weight = conf * (rs.declaration_factor if r.is_declaration or r.kind == "declaration"
+                             else 1.0)
             if r.kind == "function_part":
-                weight *= 0.5
+                weight *= rs.function_part_factor
             if r.kind in ("constructor", "destructor") and not mentions_ctor:
-                weight *= 0.3
+                weight *= rs.constructor_factor
             c = get(i)
             c.fused += rs.exact_symbol_bonus * weight
             c.why.append(f"symbol '{sym}' named")
@@ -132,7 +133,7 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
         mi = store.modules.get(module)
         if mi is not None and (allowed is None or allowed[mi]):
             c = get(mi)
-            c.fused += rs.exact_file_bonus * 0.8
+            c.fused += rs.exact_file_bonus * rs.module_factor
             c.why.append("folder named in question")
     for c in cands.values():
         c.score = c.fused
@@ -245,9 +246,13 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
                      and store.records[c.idx].kind not in ("file", "call_chain")]
             if inner:
                 pool.append(best)
+                whole = best
                 best = max(inner, key=lambda c: c.score)
                 pool.remove(best)
                 r = store.records[best.idx]
+                # What found the file (an exact token, the file list) still explains the pick.
+                best.why += [f"file: {w}" for w in whole.why
+                             if w.startswith(("exact", "file bm25", "file named"))]
         if r.kind == "module" and replace_modules:
             # A folder is shown through its best file in the pool: a container entity
             # fills a slot that the file it summarises should take.

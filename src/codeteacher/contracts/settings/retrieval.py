@@ -20,6 +20,10 @@ class IntentRule(_S):
                                     description="Chunk kinds the answer is usually made of.")
     allow_scopes: list[str] = Field(default_factory=list,
                                     description="Scopes (test, build, example) NOT penalised.")
+    flow_cue: bool = Field(default=False, description="Reward call chains and functions with "
+                           "several calls (questions about how data or control moves).")
+    api_cue: bool = Field(default=False, description="Reward commented declarations in headers "
+                          "(questions about how to use an interface).")
     max_per_file: int | None = Field(default=None, ge=1, description=(
         "Evidence items per file for this intent (unset: retrieval.max_per_file). A location "
         "answer is a list of places: one item per file leaves room for the other places."))
@@ -55,16 +59,18 @@ def _default_intents() -> dict[str, IntentRule]:
                              max_per_file=1, file_channel_weight=0.5),
         "data_flow": R(cues=[r"\b(flows?|passed|propagat|from the .* to|back to|into the|"
                              r"transfer|data ?flow|moves? .* (to|between))\b"],
-                       profile="broad", prefer_kinds=["call_chain", "function", "method"]),
+                       profile="broad", prefer_kinds=["call_chain", "function", "method"],
+                       flow_cue=True),
         "workflow": R(cues=[r"\b(workflow|steps?|sequence|pipeline|order of|lifecycle|"
                             r"time ?step|main loop|what happens when|run[s]? through)\b"],
-                      profile="broad", prefer_kinds=["call_chain", "function", "method"]),
+                      profile="broad", prefer_kinds=["call_chain", "function", "method"],
+                      flow_cue=True),
         "api_usage": R(cues=[r"^how (do|can|should|would) (i|you|we|one)\b",
                              r"\b(usage|how to (use|call|create|construct|set ?up)|example of|"
                              r"api\b|interface to)"],
                        profile="balanced", prefer_kinds=["class", "function", "method",
                                                          "constructor", "doc_section"],
-                       allow_scopes=["example", "docs"]),
+                       allow_scopes=["example", "docs"], api_cue=True),
         "module_overview": R(cues=[r"\b(module|folder|directory|subsystem|package|component|"
                                    r"library layout|overview)\b"],
                              profile="balanced", prefer_kinds=["module", "file"]),
@@ -117,9 +123,9 @@ class RerankWeights(_S):
                                 "file in the top list (capped at 3): files with several hits are "
                                 "likelier to be the answer.")
     flow_cue: float = Field(default=0.01, description="Call-chain entities and functions with "
-                            "several calls, for data-flow and workflow questions.")
+                            "several calls, for intents with flow_cue set (data flow, workflow).")
     api_cue: float = Field(default=0.008, description="Declarations/definitions in headers with a "
-                           "comment, for API-usage questions.")
+                           "comment, for intents with api_cue set (API usage).")
     low_signal: float = Field(default=-0.025, description="Trivial declarations, forward "
                               "declarations, one-line accessors, include lists.")
     off_scope: float = Field(default=-0.02, description="Test, build and example chunks when "
@@ -132,6 +138,10 @@ class RerankSettings(_S):
     top_n: int = Field(default=80, description="Candidates reranked.")
     trivial_lines: int = Field(default=2, description="Code chunks this short without a comment "
                                "count as low-signal.")
+    flow_min_calls: int = Field(default=3, description="Calls that make a function a flow "
+                                "(flow_cue).")
+    file_support_cap: int = Field(default=3, description="Other candidates of the same file "
+                                  "counted for file_support.")
 
 
 class ExpansionProfile(_S):
@@ -252,6 +262,20 @@ class RetrievalSettings(_S):
     exact_symbol_bonus: float = Field(default=0.6, description="Added for a symbol named in the "
                                       "question whose definition is this chunk.")
     file_scoped_k: int = Field(default=3, description="Best chunks kept inside each mentioned file.")
+    file_scoped_factor: float = Field(default=0.8, description="Share of the file bonus for "
+                                      "the best chunks inside a named file (the file entity "
+                                      "itself gets all of it).")
+    max_symbol_defs: int = Field(default=12, description="Definitions of one named symbol "
+                                 "boosted (overloads, per-backend copies).")
+    declaration_factor: float = Field(default=0.6, description="Share of the symbol bonus for a "
+                                      "declaration: the definition says more.")
+    function_part_factor: float = Field(default=0.5, description="Share of the symbol bonus for "
+                                        "a part of a long function (the whole one is shown).")
+    constructor_factor: float = Field(default=0.3, description="Share of the symbol bonus for "
+                                      "a class's constructors/destructor unless the question "
+                                      "mentions them: 'the class X' means the class.")
+    module_factor: float = Field(default=0.8, description="Share of the file bonus for a folder "
+                                 "named in the question.")
     file_scoped_lexical: float = Field(default=0.02, description="Weight of a chunk's BM25 score "
                                        "next to its cosine similarity when picking the best "
                                        "chunks inside one file (BM25 ~1-20, cosine ~0.2-0.7).")
