@@ -242,8 +242,10 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         if r.kind == "file" and per_file[r.path] + 1 >= max_per_file:
             # The file's last slot: show the file through its best own chunk in the pool (a
             # symbol with exact lines says more than the whole file's summary).
+            # A bare declaration is not that chunk: its definition elsewhere carries it.
             inner = [c for c in pool if store.records[c.idx].path == r.path
-                     and store.records[c.idx].kind not in ("file", "call_chain")]
+                     and store.records[c.idx].kind not in ("file", "call_chain", "declaration")
+                     and not store.records[c.idx].is_declaration]
             if inner:
                 pool.append(best)
                 whole = best
@@ -252,7 +254,7 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
                 r = store.records[best.idx]
                 # What found the file (an exact token, the file list) still explains the pick.
                 best.why += [f"file: {w}" for w in whole.why
-                             if w.startswith(("exact", "file bm25", "file named"))]
+                             if w.startswith(("exact", "file bm25", "file named", "sibling"))]
         if r.kind == "module" and replace_modules:
             # A folder is shown through its best file in the pool: a container entity
             # fills a slot that the file it summarises should take.
@@ -329,6 +331,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     per_file = (rule.max_per_file if rule and rule.max_per_file
                 else settings.retrieval.max_per_file)
     rs = settings.retrieval
+    if allowed is not None:  # a kind/path-filtered listing, not a multi-file answer
+        per_file = max(per_file, rs.filtered_max_per_file)
     pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
                   rs.select_pool, rs.modules_as_files and "module" not in qa.wanted)
     dropped: list[tuple[int, str]] = []

@@ -282,6 +282,9 @@ class RetrievalSettings(_S):
     max_per_file: int = Field(default=1, description="Evidence items per file (diversity): a "
                               "file's last slot goes to its best own chunk, so one item per "
                               "file leaves room for the other files of a multi-file answer.")
+    filtered_max_per_file: int = Field(default=3, description="Items per file when the search "
+                                       "is filtered by kind or path (a listing: several classes "
+                                       "of one header are all answers).")
     max_per_name: int | None = Field(default=2, ge=1, description="Code files of one base name in "
                                      "different folders (parallel ports, per-backend copies) "
                                      "shown at most: beyond that they repeat one answer and "
