@@ -245,9 +245,9 @@ def print_set(con: Console, name: str, results: dict) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--v2", metavar="INDEX", help="IPPL index for the v2 questions")
-    ap.add_argument("--v2-questions")
-    ap.add_argument("--v2-references")
+    ap.add_argument("--v2", "--index", metavar="INDEX", help="IPPL index for the v2 questions")
+    ap.add_argument("--v2-questions", "--questions")
+    ap.add_argument("--v2-references", "--references")
     ap.add_argument("--dev", metavar="QUESTIONS", help="dev questions.json (gold_files)")
     ap.add_argument("--dev-index", action="append", default=[], metavar="NAME=INDEX")
     ap.add_argument("--settings")
