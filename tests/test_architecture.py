@@ -34,3 +34,12 @@ def test_an_upward_import_breaks_the_contract(tmp_path):
     res = _lint(tmp_path / "pyproject.toml", src)
     assert res.returncode != 0
     assert "codeteacher.contracts.errors -> codeteacher.shells.cli" in res.stdout
+
+
+def test_every_subcommand_is_registered():
+    """A broken import of one of our own modules must fail loudly, never drop a command."""
+    res = subprocess.run([sys.executable, "-m", "codeteacher.shells.cli", "--help"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    for command in ("index", "demo", "ask", "stage", "serve", "mcp-config", "eval", "papers"):
+        assert command in res.stdout

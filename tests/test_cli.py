@@ -88,7 +88,7 @@ def test_ask_batch_mode_prints_one_json_object_per_question(ask_runs):
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     assert len(lines) == 2
     objs = [json.loads(ln) for ln in lines]
-    assert [o["id"] for o in objs] == ["cic", 7]
+    assert [o["id"] for o in objs] == ["cic", "7"]  # ids are text, as in `codeteacher eval`
     assert objs[0]["question"] == CIC
     for o in objs:
         assert {"question", "answer", "evidence", "papers", "timings_ms"} <= set(o)
@@ -182,7 +182,7 @@ def _error_cases(tmp: Path, index: Path) -> dict[str, tuple[list[str], str]]:
     empty = tmp / "empty"
     empty.mkdir()
     (empty / "logo.png").write_bytes(b"\x89PNG\r\n")
-    (empty / "notes.csv").write_text("1,2\n")
+    (empty / "notes.csv").write_text("")  # (a text file with content would be indexed)
     only_bad = tmp / "only_bad"
     only_bad.mkdir()
     os.symlink("gone.cpp", only_bad / "dangling.cpp")
@@ -247,9 +247,9 @@ def _error_cases(tmp: Path, index: Path) -> dict[str, tuple[list[str], str]]:
         "ask-question-file-not-json": (ASK + ["--questions", str(bad_json), "--index", idx],
                                        "not valid JSON"),
         "ask-question-file-wrong-shape": (ASK + ["--questions", str(bad_shape), "--index", idx],
-                                          "must look like"),
+                                          "a question file looks like"),
         "ask-question-file-a-list": (ASK + ["--questions", str(bad_list), "--index", idx],
-                                     "must look like"),
+                                     "a question file looks like"),
         "ask-question-file-missing": (ASK + ["--questions", str(tmp / "none.json"), "--index",
                                              idx], "not found"),
         "ask-no-question": (ASK + ["--index", idx], "QUESTION"),
@@ -315,3 +315,23 @@ def test_failed_builds_leave_no_scratch_folders(error_runs):
     tmp, _ = error_runs
     assert not [p.name for p in tmp.iterdir() if ".building-" in p.name or ".old-" in p.name]
     assert not any((tmp / f"o{i}").exists() for i in range(1, 6))
+
+
+# ---- our own modules are never optional --------------------------------------------------------
+
+def test_every_subcommand_is_registered():
+    from codeteacher.shells.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert {"index", "demo", "ask", "stage", "serve", "mcp-config", "eval", "papers"} <= \
+        set(sub.choices)
+
+
+@pytest.mark.parametrize("module", ["codeteacher.papers.cli", "codeteacher.shells.serve"])
+def test_a_broken_import_of_our_own_fails_loudly(tmp_path, module):
+    """An import error in our package is a failure, not a quietly missing subcommand."""
+    code = (f"import sys; sys.modules[{module!r}] = None\n"  # what a broken install looks like
+            "from codeteacher.shells.cli import main\nsys.exit(main(['--help']))\n")
+    proc = run([sys.executable, "-c", code], tmp_path, timeout=120)
+    assert proc.returncode != 0 and re.search(r"(Import|ModuleNotFound)Error", proc.stderr), \
+        proc.stderr[-500:]

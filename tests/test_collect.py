@@ -48,15 +48,21 @@ def test_gitignore_nested_and_configured_excludes(tmp_path):
         ".git/hooks/h.cpp": CODE,
     })
     report = collect(tmp_path, CollectSettings(), exclude=["third_party/"])
+    # (the .gitignore files are text files of the repository, so they are indexed too)
     assert _paths(report) == {"src/a.cpp", "src/generated/y.cpp", "lib/keep.h",
-                              "other/local_tmp.h"}
+                              "other/local_tmp.h", ".gitignore", "lib/.gitignore"}
+    # Nothing is left out silently: each exclusion is counted under the rule set that made it.
+    assert report.skipped == {"excluded by .gitignore": 3, "excluded by .gitignore (folder)": 2,
+                              "excluded by settings (folder)": 1,
+                              "excluded by --exclude (folder)": 1,
+                              "version control (.git folder) (folder)": 1}
 
 
 def test_gitignore_can_be_ignored_and_excludes_configured(tmp_path):
     _tree(tmp_path, {".gitignore": "*.gen.cpp\n", "a.gen.cpp": CODE, "b.cpp": CODE,
                      "vendor/v.cpp": CODE})
     settings = CollectSettings(respect_gitignore=False, exclude=["vendor/"])
-    assert _paths(collect(tmp_path, settings)) == {"a.gen.cpp", "b.cpp"}
+    assert _paths(collect(tmp_path, settings)) == {"a.gen.cpp", "b.cpp", ".gitignore"}
 
 
 def test_include_filter(tmp_path):
@@ -132,6 +138,9 @@ def test_kinds_extensionless_docs_and_build_files(tmp_path):
         "Makefile": ("make", "build"), "src/k.cu": ("cuda", "code"), "src/c.c": ("c", "code"),
         "src/h.hpp": ("cpp", "code"), "docs/guide.rst": ("rst", "doc"),
         "notes.txt": ("text", "doc"),
+        # not known by name: text recognised by content, chunked as config/data windows
+        "docs/random": ("text", "script"), "LICENSE": ("text", "script"),
+        "data.csv": ("csv", "script"),
     }
 
 
@@ -190,7 +199,7 @@ def test_bad_roots(tmp_path):
 
 
 def test_stage_collect_refuses_repository_without_indexable_files(tmp_path):
-    _tree(tmp_path / "repo", {"image.png": b"\x89PNG", "data.csv": "1,2\n",
+    _tree(tmp_path / "repo", {"image.png": b"\x89PNG", "empty.dat": "\n",
                               "bin.cpp": b"\x00\x01"})
     with pytest.raises(UserError, match="no indexable files"):
         stage_collect(tmp_path / "repo", tmp_path / "files.json", Settings())
@@ -221,3 +230,54 @@ def test_symlinks_out_of_the_repository_are_not_indexed(tmp_path, follow):
     report = collect(tmp_path / "repo", CollectSettings(follow_symlinks=follow))
     assert _paths(report) == {"a.cpp"}
     assert report.skipped["symlink out of the repository"] == (2 if follow else 1)
+
+
+def test_every_text_file_is_indexed_and_every_other_file_counted(tmp_path):
+    """Issue 16 item 6 / issue 12 item 3: templates, container files, licences, citations,
+    input decks, presets and hooks are text files of the repository: indexed, classified by
+    content; whatever is not indexed is counted with its reason."""
+    licence = ("Permission is hereby granted, free of charge, to any person obtaining a copy\n"
+               "of this software and associated documentation files, to deal in the Software\n"
+               "without restriction, including without limitation the rights to use it.\n")
+    _tree(tmp_path, {
+        "config.h.in": "#cmakedefine HAVE_FFT\n#define VERSION \"@PROJECT_VERSION@\"\n",
+        "cmake/Config.cmakein": "set(FOO_DIR \"@PACKAGE_DIR@\")\n",
+        "cmake/Tools.cmake.in": "include(${CMAKE_CURRENT_LIST_DIR}/x.cmake)\n",
+        "Dockerfile": "FROM debian:stable\nRUN apt-get update\n",
+        "docker/Dockerfile.cuda": "FROM nvidia/cuda\n",
+        "LICENSE": licence,
+        "CITATION.bib": "@article{doe2020,\n  title = {A solver},\n  year = {2020}\n}\n",
+        "inputs/tea.in": "*tea\nstate 1 density=100.0\n*endtea\n",
+        "inputs/run.dat": "1 2 3\n4 5 6\n",
+        "presets/small.json": "{\"n\": 8}\n",
+        "hooks/pre-commit": "#!/usr/bin/env bash\nclang-format --dry-run *.cpp\n",
+        "tools/run-it": "#!/usr/bin/python3\nprint('x')\n",
+        ".github/workflows/ci.yml": "on: push\n",
+        "blob.data": b"\x00\x01\x02binary",
+        "latin.dat": "caf\xe9\n".encode("latin-1"),
+        "huge.dat": "0 " * 2000,
+        "generated/out.txt": "x\n",
+        ".gitignore": "generated/\n",
+        "empty.cfg": "",
+    })
+    report = collect(tmp_path, CollectSettings(max_file_bytes=3000))
+    kinds = {f.path: (f.language, f.category) for f in report.files}
+    assert kinds["config.h.in"] == ("cpp", "code")  # a template is classified as what it makes
+    assert kinds["cmake/Config.cmakein"][1] == "build"
+    assert kinds["cmake/Tools.cmake.in"][1] == "build"
+    assert kinds["Dockerfile"] == ("text", "script")
+    assert kinds["docker/Dockerfile.cuda"] == ("cuda", "script")
+    assert kinds["LICENSE"] == ("text", "doc")  # prose
+    assert kinds["CITATION.bib"] == ("bib", "script")
+    assert kinds["inputs/tea.in"] == ("in", "script")
+    assert kinds["inputs/run.dat"] == ("dat", "script")
+    assert kinds["presets/small.json"] == ("json", "script")
+    assert kinds["hooks/pre-commit"] == ("bash", "script")  # shebang
+    assert kinds["tools/run-it"] == ("python", "script")
+    assert kinds[".github/workflows/ci.yml"] == ("yml", "script")
+    assert report.skipped == {"binary": 1, "not UTF-8": 1, "too large": 1, "empty": 1,
+                              "excluded by .gitignore (folder)": 1}
+    on_disk = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    counted = set(kinds) | {p for ex in report.skipped_examples.values() for p in ex}
+    assert on_disk - counted == {"generated/out.txt"}  # inside the ignored folder, counted there
+    assert report.skipped_examples["excluded by .gitignore (folder)"] == ["generated"]

@@ -12,7 +12,7 @@ import pytest
 
 from codeteacher.contracts.errors import UserError
 from codeteacher.contracts.settings import EmbeddingSettings, Settings
-from codeteacher.embedding import load_embedder, model_id
+from codeteacher.embedding import load_embedder, model_id, resolve
 
 MINIPIC = Path(__file__).resolve().parents[1] / "src" / "codeteacher" / "demo" / "minipic"
 SEQ = 128
@@ -23,7 +23,8 @@ needs_onnx = pytest.mark.skipif(
 
 
 def es(**kw) -> EmbeddingSettings:
-    return EmbeddingSettings(**{"max_seq_length": SEQ, "quantize": "none", **kw})
+    return EmbeddingSettings(**{"max_seq_length": SEQ, "quantize": "none", "backend": "torch",
+                                **kw})
 
 
 @pytest.fixture(scope="module")
@@ -48,22 +49,32 @@ def _check_unit_rows(vecs: np.ndarray, n: int) -> None:
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
 
 
-def test_model_ids_name_backend_and_precision():
+def test_model_ids_name_precision_and_int8_recipe():
     ids = {model_id(es(backend=b, quantize=q))
            for b, q in [("torch", "none"), ("torch", "int8"), ("torch", "bf16"),
-                        ("onnx", "none"), ("onnx", "int8")]}
-    assert len(ids) == 5
+                        ("onnx", "int8")]}
+    assert len(ids) == 4
     # the torch ids are those of existing indexes
     assert model_id(es()) == f"packaged:all-MiniLM-L6-v2@{SEQ}"
     assert model_id(es(quantize="int8")) == f"packaged:all-MiniLM-L6-v2@{SEQ}+int8"
     assert model_id(es(backend="onnx", quantize="int8")) == \
         f"packaged:all-MiniLM-L6-v2@{SEQ}+onnx+int8"
+    # float32 vectors are the same whichever backend computes them: one id, shared caches
+    assert model_id(es(backend="onnx")) == model_id(es(backend="torch"))
 
 
 def test_settings_accept_backend():
     s = Settings.model_validate({"embedding": {"backend": "onnx", "quantize": "int8"}})
     assert s.embedding.backend == "onnx"
-    assert Settings().embedding.backend == "torch"
+    assert Settings().embedding.backend == "auto"
+    assert resolve(Settings().embedding).backend in ("torch", "onnx")
+
+
+def test_query_backend_does_not_change_the_index_signature():
+    a = Settings.model_validate({"embedding": {"query_backend": "torch"}})
+    assert a.index_signature() == Settings().index_signature()
+    assert Settings.model_validate({"embedding": {"backend": "torch"}}).index_signature() != \
+        Settings().index_signature()
 
 
 @pytest.mark.parametrize("kw, words", [
@@ -113,7 +124,8 @@ def test_onnx_matches_torch_float32(onnx_cache, texts, reference, quantize, min_
     # a query alone (int8: activations are quantized per batch, so only close)
     one = emb.embed([texts[0]])
     assert float(one[0] @ vecs[0]) >= single_cos
-    assert emb.model_id == model_id(settings) and "+onnx" in emb.model_id
+    assert emb.model_id == model_id(settings)
+    assert ("+onnx" in emb.model_id) == (quantize == "int8")
 
     # exported once, atomically: one finished folder per quantization, no temporary leftovers
     entries = sorted((onnx_cache / "onnx").iterdir())

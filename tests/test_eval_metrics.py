@@ -161,3 +161,22 @@ def test_answer_files_of_the_wrong_schema_are_refused(tmp_path):
         load_answers(tmp_path / "b.json")
     with pytest.raises(UserError, match="no answers file"):
         load_answers(tmp_path / "missing")
+
+
+def test_question_file_model_is_the_one_reader(tmp_path):
+    """ask --questions and eval read question files through evaluation.io.QuestionFile."""
+    import inspect
+
+    from codeteacher.evaluation.io import QuestionFile
+    from codeteacher.shells import cli
+
+    (tmp_path / "q.json").write_text(json.dumps({"version": 2, "questions": [
+        {"id": 7, "question": "Why?", "category": None, "gold_files": ["a.cpp"]},
+        {"id": " b ", "question": "How?", "category": "algorithm"}]}))
+    qf = QuestionFile.load(tmp_path / "q.json")
+    assert qf.version == "2" and [(q.id, q.category) for q in qf.questions] == \
+        [("7", "uncategorized"), ("b", "algorithm")]
+    (tmp_path / "bool.json").write_text(json.dumps([{"id": True, "question": "x"}]))
+    with pytest.raises(UserError, match="question 1 needs a non-empty 'id'"):
+        QuestionFile.load(tmp_path / "bool.json")
+    assert "QuestionFile" in inspect.getsource(cli.cmd_ask)

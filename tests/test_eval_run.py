@@ -191,3 +191,16 @@ def test_tiny_model_answers_and_judges(minipic_index, tmp_path):
     doc = json.loads((out / "answers.json").read_text())  # ask answered with the tiny model
     assert doc["models"]["answer_model"]["backend"] == "llama-cpp"
     assert all(a["backend"] == "llama-cpp" for a in doc["answers"])
+
+
+def test_a_model_that_cannot_load_stops_the_run_with_its_error(minipic_index, tmp_path):
+    """Not a 'complete' run of failed questions: the warm-up error is the run's error."""
+    from codeteacher.contracts.errors import UserError
+    from codeteacher.contracts.settings import Settings
+    from codeteacher.evaluation.runner import run_eval
+
+    missing = tmp_path / "absent.gguf"
+    settings = Settings.model_validate({"generation": {"answers": {
+        "backend": "llama-cpp", "model": str(missing)}}})
+    with pytest.raises(UserError, match="absent.gguf"):
+        run_eval(QUESTIONS, minipic_index, tmp_path / "run", settings=settings, limit=2)

@@ -102,7 +102,7 @@ def write_index(d: Path, chunks: list[Chunk]) -> None:
     ents = [Entity(id=f"file:{p}", level="file", path=p, title=p, text=f"source file {p}",
                    source_hash=p) for p in ("src/deposit.cpp", "src/gather.cpp")]
     ents.append(Entity(id="module:src", level="module", path="src", title="src", text="src"))
-    ents.append(Entity(id="chain:sym:src/deposit.cpp#depositCharge", level="call_chain",
+    ents.append(Entity(id="chain:src/deposit.cpp#depositCharge", level="call_chain",
                        path="src/deposit.cpp", title="depositCharge", text="chain"))
     (d / "entities.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in ents))
     graph = ProjectStructure(
@@ -143,7 +143,7 @@ def first_run(tmp_path_factory, generator):
 
 ALL_IDS = {"src/deposit.cpp#inBounds", "src/deposit.cpp#depositCharge",
            "src/gather.cpp#gatherField", "file:src/deposit.cpp", "file:src/gather.cpp",
-           "module:src", "chain:sym:src/deposit.cpp#depositCharge"}
+           "module:src", "chain:src/deposit.cpp#depositCharge"}
 
 
 @pytest.mark.llm
@@ -154,7 +154,7 @@ def test_all_levels_explained(first_run):
     assert all(r.text.strip() and r.model.startswith("llama-cpp:") for r in rows)
     modes = {r.target_id: r.mode for r in rows}
     assert modes["module:src"] == "module_level"
-    assert modes["chain:sym:src/deposit.cpp#depositCharge"] == "call_chain"
+    assert modes["chain:src/deposit.cpp#depositCharge"] == "call_chain"
     assert modes["file:src/gather.cpp"] in ("file_level", "file_level_fallback")
     assert report.generated == 7 and report.cached == 0 and report.failed == 0
     assert report.tokens_in > 0 and report.tokens_out > 0
@@ -201,7 +201,7 @@ def test_prompt_version_bump_regenerates_only_that_mode(first_run, tmp_path, gen
         update={"version": 2})
     report = explain_stage(*files(d), tmp_path / "e.jsonl", s, cache=d / "explanations.jsonl",
                            generator=generator)
-    assert report.generated_ids == ["chain:sym:src/deposit.cpp#depositCharge"]
+    assert report.generated_ids == ["chain:src/deposit.cpp#depositCharge"]
     assert report.by_mode["call_chain"]["generated"] == 1
     assert "generated" not in report.by_mode["chunk_explanation"]
     assert report.cached == 6
@@ -284,6 +284,33 @@ def test_bad_shard_and_missing_inputs(tmp_path):
         explain_stage(*files(tmp_path), tmp_path / "e.jsonl", llm_settings(), shard=2, of=2)
     with pytest.raises(UserError, match="chunks file not found"):
         explain_stage(*files(tmp_path), tmp_path / "e.jsonl", llm_settings())
+
+
+@pytest.mark.parametrize("missing", ["entities.jsonl", "project_structure.json"])
+def test_a_missing_entities_or_structure_input_is_an_error(tmp_path, missing):
+    """Not a run that quietly explains no entities (both are read before any model loads)."""
+    write_index(tmp_path, make_chunks())
+    (tmp_path / missing).unlink()
+    with pytest.raises(UserError, match=f"file not found: {tmp_path / missing}"):
+        explain_stage(*files(tmp_path), tmp_path / "e.jsonl", llm_settings())
+    with pytest.raises(UserError, match="file not found"):
+        explain_stage(tmp_path, None, None, tmp_path / "e.jsonl", llm_settings())  # index dir
+    shard = tmp_path / "shard0.jsonl"
+    shard.write_text("")
+    with pytest.raises(UserError, match="file not found"):
+        merge_explanations([shard], tmp_path / "m.jsonl", llm_settings(), *files(tmp_path))
+
+
+def test_entity_levels_need_their_inputs_named(tmp_path):
+    write_index(tmp_path, make_chunks())
+    shard = tmp_path / "shard0.jsonl"
+    shard.write_text("")
+    with pytest.raises(UserError, match=r"needs the entities file \(--entities\)"):
+        merge_explanations([shard], tmp_path / "m.jsonl", llm_settings(),
+                           chunks=tmp_path / "chunks.jsonl")
+    with pytest.raises(UserError, match=r"call chains needs the structure file \(--structure\)"):
+        merge_explanations([shard], tmp_path / "m.jsonl", llm_settings(),
+                           chunks=tmp_path / "chunks.jsonl", entities=tmp_path / "entities.jsonl")
 
 
 def test_apply_explanations_sets_matching_records():

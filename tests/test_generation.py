@@ -57,10 +57,22 @@ def test_presets_are_valid_full_settings(name):
     assert s.generation.explanations.backend == s.generation.answers.backend
 
 
-def test_defaults_keep_indexing_model_free():
+def test_defaults_keep_indexing_model_free_and_answer_with_the_small_coder_model():
+    """The library defaults are model-free; the shipped runtime_settings.json answers with the
+    catalogue's Qwen2.5-Coder-0.5B (setup.sh installs it) and differs in nothing else."""
     gs = load_settings(ROOT / "runtime_settings.json").generation
-    assert gs.explanations.backend == "none" and gs.answers.backend == "none"
-    assert GenerationSettings().model_dump() == gs.model_dump()
+    assert gs.explanations.backend == "none" and GenerationSettings().answers.backend == "none"
+    assert gs.answers.backend == "llama-cpp" and gs.answers.model == "qwen2.5-coder-0.5b"
+    shipped, defaults = gs.model_dump(), GenerationSettings().model_dump()
+    shipped.pop("answers"), defaults.pop("answers")
+    assert shipped == defaults
+
+
+@pytest.mark.parametrize("name", ["qwen-coder-1.5b.json", "ollama-qwen7b.json"])
+def test_model_presets_choose_an_answer_model(name):
+    s = load_settings(ROOT / "config" / "settings" / name)
+    assert s.generation.answers.backend in ("llama-cpp", "openai")
+    assert s.generation.explanations.backend == "none"  # answers only
 
 
 def test_unknown_generation_key_is_named(tmp_path):
@@ -178,8 +190,22 @@ def test_openai_backend_against_real_server(llama_server):
     assert 0 < out[1].tokens_out <= 8 and gen.model_id == "openai:smollm2"
 
 
+@pytest.mark.llm
+def test_openai_backend_streams_against_real_server(llama_server):
+    gen = make_generator(BackendSettings(backend="openai", base_url=llama_server,
+                                         model="smollm2", context_size=2048))
+    pieces: list[str] = []
+    try:
+        out = gen.stream(ChatRequest(messages=HELLO, max_tokens=16), pieces.append)
+    finally:
+        gen.close()
+    assert len(pieces) > 1 and out.text == "".join(pieces).strip() and out.text
+    assert 0 < out.tokens_out <= 16 and out.finish_reason in ("stop", "length")
+
+
 class Scripted(BaseHTTPRequestHandler):
-    """Answers from the server's script: ('sleep', s) | (status, body) per request, in order."""
+    """Answers from the server's script: ('sleep', s) | (status, body[, headers]) per request,
+    in order."""
 
     def do_POST(self):  # noqa: N802 - http.server API
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -193,6 +219,8 @@ class Scripted(BaseHTTPRequestHandler):
             self.send_response(step[0])
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
+            for name, value in (step[2] if len(step) > 2 else {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
         except OSError:
@@ -251,6 +279,16 @@ def test_openai_retries_429_and_5xx_then_succeeds(scripted, monkeypatch):
     out = gen.generate([ChatRequest(messages=HELLO)])
     assert out[0].text == "fine" and out[0].tokens_in == 5
     assert srv.seen == ["Bearer sekrit"] * 3
+
+
+def test_openai_honours_retry_after(scripted):
+    """One retry helper for every client (contracts/http): the server's Retry-After wins over
+    the 0.5 s first backoff."""
+    srv, url = scripted([(429, {}, {"Retry-After": "1.5"}), (200, OK_BODY)])
+    gen = make_generator(openai(url, retries=1))
+    t0 = time.monotonic()
+    assert gen.generate([ChatRequest(messages=HELLO)])[0].text == "fine"
+    assert time.monotonic() - t0 >= 1.4 and len(srv.seen) == 2
 
 
 def test_openai_context_error_and_auth_error(scripted):

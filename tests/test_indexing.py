@@ -202,7 +202,9 @@ def test_interrupted_build_leaves_previous_index_intact(fresh_minipic, default_s
         [sys.executable, "-m", "codeteacher.shells.cli", "index", str(repo), "--out", str(index),
          "--name", "minipic", "-q"],
         cwd=index.parent, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    scratch = index.parent / f".{index.name}.building-{proc.pid}"
+    from codeteacher.ingest.build import scratch_dir
+
+    scratch = scratch_dir(index, proc.pid)
     try:
         # Wait until the embed stage runs: entities written, records not yet.
         while not (scratch / st.ENTITIES).is_file():
@@ -390,3 +392,35 @@ def test_watch_needs_a_positive_interval(tmp_path):
                           "--watch", "0"], env=_env(), capture_output=True, text=True)
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines() == ["error: --watch needs a positive number of seconds"]
+
+
+def test_partial_parse_is_reported_in_the_build_report(tmp_path, default_settings, capsys):
+    from codeteacher.shells.cli import _render_build
+
+    repo = _small_repo(tmp_path / "repo")
+    deep = "namespace a {\n" * 600 + "int lost() { return 1; }\n" + "}\n" * 600
+    (repo / "src" / "deep.cpp").write_text(deep + "int kept() { return 2; }\n")
+    out = tmp_path / "idx"
+    report = build_index(repo, out=out, settings=default_settings)
+    assert list(report.partial_files) == ["src/deep.cpp"]
+    assert "construct(s) lost; first: line " in report.partial_files["src/deep.cpp"]
+    assert "RecursionError" in report.partial_files["src/deep.cpp"]
+    _render_build(report)
+    shown = capsys.readouterr().out
+    assert "files parsed in part" in shown and "src/deep.cpp" in shown
+    again = build_index(repo, out=out, settings=default_settings)  # nothing changed
+    assert again.up_to_date and again.partial_files == report.partial_files
+    _render_build(again)
+    assert "src/deep.cpp" in capsys.readouterr().out
+
+
+def test_stage_embed_refuses_named_inputs_that_are_missing(minipic_index, tmp_path,
+                                                           default_settings):
+    """A named explanations or files.json input that is absent is an error, not 'none'."""
+    args = (minipic_index / st.CHUNKS, minipic_index / st.ENTITIES, tmp_path / "out",
+            default_settings)
+    with pytest.raises(UserError, match=f"missing file: {tmp_path / 'nope.jsonl'}"):
+        st.stage_embed(*args, explanations_path=tmp_path / "nope.jsonl")
+    with pytest.raises(UserError, match=f"missing file: {tmp_path / 'files.json'}"):
+        st.stage_embed(*args, files_json=tmp_path / "files.json")
+    assert not (tmp_path / "out").exists()

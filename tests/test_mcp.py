@@ -67,6 +67,9 @@ def _free_port() -> int:
 
 def _env(**extra) -> dict[str, str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **extra}
+    if env.get("PYTHONPATH"):  # servers run in other folders: a relative entry would miss
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in
+                                            env["PYTHONPATH"].split(os.pathsep) if p)
     return env
 
 
@@ -392,11 +395,11 @@ def test_http_hot_reload(http_url, small_copy, default_settings):
     assert status["reloads"] >= 1 and status["stale_files"] == []
 
 
-def test_http_paper_tools(http_server):
-    """The paper tools (present when codeteacher.papers is installed) over a tiny library
-    created where the server runs (its default library path is relative to its cwd)."""
+def test_http_paper_tools(http_server, minipic_index):
+    """The paper tools over a tiny library created where a default library lies: beside the
+    index folder (never the server's cwd). They are always registered: a broken import of our
+    own papers package fails the server, never a skipped test."""
     url, cwd = http_server
-    pytest.importorskip("codeteacher.papers.library")
     from codeteacher.papers.library import Library
     from codeteacher.papers.model import PaperRecord
 
@@ -404,8 +407,7 @@ def test_http_paper_tools(http_server):
         async with http_session(url) as s:
             return {t.name for t in (await s.list_tools()).tools}
 
-    if not {"link_papers_to_code", "search_papers", "paper_details"} <= run(names()):
-        pytest.skip("paper tools not registered")
+    assert {"link_papers_to_code", "search_papers", "paper_details"} <= run(names())
 
     async def go(after_library: bool):
         async with http_session(url) as s:
@@ -418,7 +420,8 @@ def test_http_paper_tools(http_server):
                     err(await call(s, "link_papers_to_code", path_or_symbol="noSuchThing")))
 
     assert "no paper library" in run(go(False))
-    with Library.open(cwd / "embeddings" / "papers.sqlite", create=True, snapshot=False) as lib:
+    with Library.open(Path(minipic_index).parent / "papers.sqlite", create=True,
+                      snapshot=False) as lib:
         lib.add([PaperRecord(key="pic1991", title="Particle simulation with cloud-in-cell "
                              "charge deposition", authors=["Doe, Jane"], year=1991,
                              ids={"doi": "10.1000/ct.test.1"})])

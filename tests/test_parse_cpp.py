@@ -378,6 +378,8 @@ def test_never_raises_on_garbage():
                  "class { public: ~(); operator; };", "a" * 10000, "\ud800 lone surrogate"]:
         pf = parse_cpp("x.hpp", text)
         assert isinstance(pf, ParsedFile)
+    # ... but what it could not do is counted, never hidden
+    assert parse_cpp("x.hpp", "\ud800 lone surrogate").failures == 1
 
 
 def test_oversized_function_split_into_linked_parts():
@@ -408,3 +410,21 @@ def test_chunk_ids_unique_for_overloads_on_one_line():
 def test_gtest_macro_named_by_its_arguments():
     pf = parse_cpp("test/t.cpp", "TEST(FieldTest, Sum) {\n    EXPECT_EQ(1, 1);\n}\n", scope="test")
     assert names(pf) == ["TEST(FieldTest, Sum)"]
+
+
+def _nested(depth: int) -> str:
+    return ("namespace a {\n" * depth + "int lost() { return 1; }\n" + "}\n" * depth
+            + "int kept() { return 2; }\n")
+
+
+def test_a_construct_lost_to_a_parser_failure_is_counted_and_named():
+    # Nesting deeper than Python's recursion limit: a real input our recursive walk fails on.
+    pf = parse_cpp("deep.cpp", _nested(600))
+    assert set(names(pf)) == {"kept"}
+    assert pf.failures >= 1 and pf.failure.startswith("line ") and "RecursionError" in pf.failure
+    assert pf.parse_errors == 0  # not a syntax error: the code is fine, our parser is not
+
+
+def test_a_whole_file_failure_is_counted_not_hidden():
+    pf = parse_cpp("deeper.cpp", _nested(1500))
+    assert pf.failures >= 1 and "RecursionError" in pf.failure

@@ -121,7 +121,7 @@ def test_empty_query_is_refused(engine):
 # ---- lookups ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("bad", ["../secret.cpp", "src/../../etc/passwd", "/etc/passwd",
-                                 "src/nothere.cpp", "CITATION.cff", ""])
+                                 "src/nothere.cpp", "docs/nothere.cff", ""])
 def test_get_code_refuses_paths_outside_the_index(engine, bad):
     with pytest.raises(UserError):
         engine.get_code(bad)

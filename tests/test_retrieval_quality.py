@@ -25,12 +25,7 @@ from codeteacher.contracts.settings import Settings
 from codeteacher.contracts.settings.retrieval import ExpansionProfile
 from codeteacher.index.lexical import acronyms, stem, tokenize
 from codeteacher.ingest.build import build_index
-from codeteacher.retrieval.context import (
-    context_cost,
-    filter_context,
-    fit_budget,
-    information,
-)
+from codeteacher.retrieval.context import filter_context, information
 from codeteacher.retrieval.query import analyze
 from codeteacher.retrieval.rerank import features, low_signal, rerank
 from codeteacher.retrieval.routing import classify
@@ -537,20 +532,6 @@ def test_filter_in_the_pipeline(engine, minipic_index):
     off = variant(minipic_index, lambda s: setattr(s.context_filter, "enabled", False))
     hits, trace = traced(off, "Where is depositChargeCIC?")
     assert DEPOSIT_DECL in [h.chunk.id for h in hits] and trace.filtered == []
-
-
-def test_fit_budget(engine):
-    cf = engine.settings.context_filter
-    chunks = [h.chunk for h in engine.search(DATA_FLOW, k=8)]
-    costs = [context_cost(c, cf) for c in chunks]
-    assert fit_budget(chunks, cf, budget=1) == 1  # always at least one
-    assert fit_budget(chunks, cf, budget=sum(costs)) == len(chunks)
-    two = costs[0] + costs[1]
-    assert fit_budget(chunks, cf, budget=two) == 2
-    assert fit_budget(chunks, cf, budget=two + costs[2] - 1) == 2
-    n = fit_budget(chunks, cf)
-    assert 1 <= n <= len(chunks) and (n == 1 or sum(costs[:n]) <= cf.token_budget)
-    assert fit_budget([], cf) == 0
 
 
 # ---- 7. optional cross-encoder ----------------------------------------------------------------

@@ -41,7 +41,9 @@ def test_repository_runtime_settings_file_validates(repo_root):
             continue
         loaded = getattr(s, section).model_dump(mode="json")
         for key, value in values.items():
-            if not isinstance(value, dict):
+            if (section, key) == ("papers", "library"):  # relative to the file's folder
+                assert loaded[key] == str((path.parent / value).resolve())
+            elif not isinstance(value, dict):
                 assert loaded[key] == value, f"{section}.{key}"
 
 
@@ -51,6 +53,10 @@ def test_repository_runtime_settings_file_validates(repo_root):
     ({"retrieval": {"k": 3, "kk": 4}}, "retrieval.kk"),
     ({"papers": {"online": {"enabled": False, "mail_to": "x"}}}, "papers.online.mail_to"),
     ({"papers": {"weights": {"semantics": 0.2}}}, "papers.weights.semantics"),
+    # removed: they did nothing (the answer context is fitted in answer/llm.build_context)
+    ({"context_filter": {"token_budget": 1800}}, "context_filter.token_budget"),
+    ({"context_filter": {"chars_per_token": 3.6}}, "context_filter.chars_per_token"),
+    ({"context_filter": {"max_chunk_chars": 1400}}, "context_filter.max_chunk_chars"),
 ])
 def test_unknown_key_is_named(tmp_path, data, key):
     msg = _error(_write(tmp_path, data))
@@ -67,6 +73,21 @@ def test_unknown_key_is_named(tmp_path, data, key):
 def test_wrong_type_is_named(tmp_path, data, key):
     msg = _error(_write(tmp_path, data))
     assert f"invalid setting '{key}'" in msg
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"routing": {"default_profile": "tiny"}}, "routing.default_profile"),
+    ({"routing": {"intents": {"testing": {"cues": ["x"], "profile": "wide"}}}},
+     "routing.intents.testing.profile"),
+    ({"expansion": {"profiles": {"minimal": {"call": 1, "owner": 1, "file_symbols": 1,
+                                             "module_files": 1, "include": 0, "total": 2}}}},
+     "routing.default_profile"),  # 'balanced' dropped while routing still names it
+])
+def test_unknown_expansion_profile_is_a_settings_error(tmp_path, data, key):
+    """Never a silent fallback to another profile at query time."""
+    msg = _error(_write(tmp_path, data))
+    assert f"invalid setting '{key}': unknown expansion profile" in msg, msg
+    assert "expansion.profiles has" in msg
 
 
 def test_bad_files(tmp_path):

@@ -1,14 +1,19 @@
-"""LLM answers grounded in retrieved chunks, with evidence parsed from the model's output.
+"""LLM answers grounded in retrieved chunks, written for a small local model.
 
-The prompt (mode final_answer) holds a compact, numbered context of the retrieved chunks with
-their metadata, fitted to the model's context by counting tokens with the generator. The model
-is asked for two sections, `Answer:` and `Evidence:` (bullets `path : symbol — what it shows`).
-Parsing is forgiving because small models are sloppy: missing sections make the whole text the
-answer; evidence naming a path that is not in the context is dropped and counted.
+The prompt (mode final_answer) shows one or a few context items, each reduced to its most
+informative lines (answer/context.py), sized from the model's measured prompt speed so the first
+token comes within `first_token_s`. The model writes only the explanation (what the code does
+and how); the answer around it is composed from the index: a sentence saying where the code is
+(files, symbols, lines) first, the Evidence list after. Output is parsed forgivingly (a model
+may still write `Answer:`/`Evidence:` sections; evidence naming a path outside the context is
+dropped and counted), and file or symbol names in the prose that the context does not hold are
+reported as `unsupported_names`.
 """
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
@@ -16,8 +21,10 @@ from ..contracts.models import SearchHit
 from ..generation import ChatRequest, Generator
 from ..generation.base import messages_tokens
 from ..generation.prompts import render
+from .context import build_context
+from .extractive import where_sentence
+from .grounding import unsupported_names
 
-CUT_MARK = "\n[... cut]"
 NO_ANSWER = "The context does not contain the answer."
 _SECTION = r"^[ \t>#*_]*{name}[ \t*_]*:[ \t*_]*"
 _ANSWER_RE = re.compile(_SECTION.format(name="answer"), re.I | re.M)
@@ -60,52 +67,10 @@ class LLMAnswer(BaseModel):
     backend: str = ""
     model: str = ""
     raw: str = ""  # the model's unparsed output
-
-
-def _flat(text: str, limit: int) -> str:
-    text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
-
-
-def _item(n: int, hit: SearchHit, code: str) -> str:
-    c = hit.chunk
-    head = f"[{n}] {c.path}:{c.start_line}-{c.end_line} | {c.kind}"
-    if c.qualified_name or c.name:
-        head += f" | {c.qualified_name or c.name}"
-    lines = [head]
-    if c.explanation:
-        lines.append(f"Explanation: {_flat(c.explanation, 500)}")
-    if c.comment:
-        lines.append(f"Comment: {_flat(c.comment, 300)}")
-    refs = c.calls or c.bases
-    if refs:
-        lines.append(f"{'Calls' if c.calls else 'Bases'}: {', '.join(refs[:10])}")
-    if code:
-        lines.append(code)
-    return "\n".join(lines)
-
-
-def build_context(hits: list[SearchHit], generator: Generator, budget: int, max_items: int,
-                  max_chunk_chars: int) -> tuple[str, int, bool]:
-    """(context text, items included, whether anything was cut) within `budget` tokens."""
-    blocks, used, cut = [], 0, False
-    for n, hit in enumerate(hits[:max_items], 1):
-        code = hit.chunk.text.strip()
-        if len(code) > max_chunk_chars:
-            code, cut = code[:max_chunk_chars] + CUT_MARK, True
-        block = _item(n, hit, code)
-        need = generator.count_tokens(block) + 2
-        if used + need > budget:
-            left = budget - used - generator.count_tokens(_item(n, hit, "")) - 8
-            if left < 48:
-                cut = True
-                break
-            keep = int(len(code) * left / max(1, generator.count_tokens(code)) * 0.9)
-            block, cut = _item(n, hit, code[:keep] + CUT_MARK), True
-            need = generator.count_tokens(block) + 2
-        blocks.append(block)
-        used += need
-    return "\n\n".join(blocks), len(blocks), cut
+    prose: str = ""  # the model's own sentences (the answer minus the composed where-sentence)
+    unsupported_names: list[str] = Field(default_factory=list)
+    ttft_ms: float | None = None  # first generated text after the request (streaming backends)
+    context_tokens: int = 0  # budget the context was fitted to
 
 
 def _clean(text: str) -> str:
@@ -191,11 +156,32 @@ def is_abstention(answer: str) -> bool:
     return not answer.strip() or bool(_ABSTAIN_RE.search(answer))
 
 
+def context_budget(question: str, generator: Generator, gs, room: int) -> tuple[int, int]:
+    """(context tokens, items) for this model: explicit settings, else from the catalogue's
+    measured prompt speed (tokens read within first_token_s), else what the context leaves."""
+    from ..generation.catalog import spec_for
+
+    opts = gs.answer_context
+    spec = spec_for(gs.answers.model) if gs.answers.backend == "llama-cpp" else None
+    items = opts.max_items or (spec.answer_items if spec else 6)
+    if opts.context_tokens:
+        return min(room, opts.context_tokens), items
+    if spec and spec.prompt_tokens_per_s:
+        # The instructions are the same for every question, so llama.cpp keeps them in its
+        # cache; the question and the context are what is read before the first token.
+        fresh = int(spec.prompt_tokens_per_s * opts.first_token_s)
+        budget = fresh - generator.count_tokens(question) - 16
+        return max(96, min(room, budget)), items
+    return room, items
+
+
 def generate_answer(question: str, hits: list[SearchHit], generator: Generator,
-                    settings) -> LLMAnswer:
+                    settings, on_text: Callable[[str], None] | None = None) -> LLMAnswer:
     """Answer `question` from `hits` with `generator` (settings: Settings or GenerationSettings).
 
-    Raises UserError where the backend cannot run (backend 'none', server down).
+    `on_text` receives the answer as it is written: the composed where-sentence at once, then
+    the model's text piece by piece (where the backend streams). Raises UserError where the
+    backend cannot run (backend 'none', server down).
     """
     gs = getattr(settings, "generation", settings)
     cfg, opts = gs.answers, gs.answer_context
@@ -205,23 +191,45 @@ def generate_answer(question: str, hits: list[SearchHit], generator: Generator,
     overhead = messages_tokens(generator, render(gs, "final_answer",
                                                  {"context": "", "question": question}))
     room = generator.context_size - cfg.max_tokens - overhead - 16
-    budget = min(room, opts.context_tokens) if opts.context_tokens else room
+    budget, max_items = context_budget(question, generator, gs, room)
+    stream = getattr(generator, "stream", None)
+    t_first: list[float] = []
+
+    def piece(text: str) -> None:
+        if not t_first:
+            t_first.append(time.perf_counter())
+        if on_text is not None:
+            on_text(text)
+
     for scale in (1.0, 0.6):  # second pass: the backend still found the prompt too long
-        context, n_items, cut = build_context(hits, generator, max(0, int(budget * scale)),
-                                              opts.max_items, opts.max_chunk_chars)
+        context, n_items, cut = build_context(hits, question, generator.count_tokens,
+                                              max(0, int(budget * scale)), max_items,
+                                              opts.code_lines, opts.max_chunk_chars)
+        where = where_sentence(hits[:n_items])
         messages = render(gs, "final_answer", {"context": context or "(none)",
                                                 "question": question})
-        gen = generator.generate([ChatRequest(messages=messages, max_tokens=cfg.max_tokens,
-                                              temperature=cfg.temperature)])[0]
+        req = ChatRequest(messages=messages, max_tokens=cfg.max_tokens,
+                          temperature=cfg.temperature, stop=list(opts.stop))
+        if scale == 1.0 and on_text is not None:
+            on_text(where + " ")
+        t0 = time.perf_counter()
+        gen = stream(req, piece) if stream is not None else generator.generate([req])[0]
         if gen.finish_reason != "context_overflow":
             break
     shown = hits[:n_items]
-    answer, evidence, dropped = parse_answer(gen.text, shown)
+    prose, evidence, dropped = parse_answer(gen.text, shown)
     if gen.finish_reason in ("error", "context_overflow"):
-        answer = ""
+        prose = ""
+    prose = prose.strip()
+    abstained = is_abstention(prose)
+    answer = f"{where} {prose}".strip() if prose else ""
+    known = context + "\n" + question
     return LLMAnswer(
-        answer=answer, evidence=evidence, abstained=is_abstention(answer),
+        answer=answer, evidence=evidence, abstained=abstained,
         dropped_evidence=dropped, tokens_in=gen.tokens_in, tokens_out=gen.tokens_out,
         prompt_chars=sum(len(m["content"]) for m in messages), context_items=n_items,
         context_truncated=cut or scale < 1.0, finish_reason=gen.finish_reason,
-        backend=generator.name, model=generator.model_id, raw=gen.text)
+        backend=generator.name, model=generator.model_id, raw=gen.text, prose=prose,
+        unsupported_names=unsupported_names(prose, known),
+        ttft_ms=round((t_first[0] - t0) * 1000, 1) if t_first else None,
+        context_tokens=max(0, int(budget * scale)))

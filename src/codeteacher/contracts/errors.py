@@ -9,3 +9,9 @@ class UserError(Exception):
 
 class IndexError_(UserError):
     """A missing, corrupt or incompatible index."""
+
+
+def describe(exc: BaseException) -> str:
+    """One line naming an unexpected failure: 'RecursionError: maximum recursion depth ...'."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")

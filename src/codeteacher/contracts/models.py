@@ -172,6 +172,9 @@ class PaperLink(BaseModel):
     score: float = 0.0
     reasons: list[str] = Field(default_factory=list)
     attached_to: list[str] = Field(default_factory=list)  # evidence paths / chunk ids
+    # what linked it: "citation" (the code or doc cites it) or the strongest content signal
+    # ("concepts", "semantic", "full-text")
+    signal: str = ""
 
 
 class AskResult(BaseModel):
@@ -188,6 +191,13 @@ class AskResult(BaseModel):
     context: list[Evidence] = Field(default_factory=list)  # everything shown to the model
     tokens_in: int = 0
     tokens_out: int = 0
+    # Who wrote the answer: "llm", "extractive" (backend none) or "fallback" (a model is
+    # configured but did not answer; answer_note says why: low confidence, model missing, ...).
+    answer_source: str = "extractive"
+    answer_note: str = ""
+    unsupported_names: list[str] = Field(default_factory=list)  # in the prose, not the context
+    confidence: float | None = None  # from the retrieval evidence (answer/confidence.py)
+    ttft_ms: float | None = None  # model's first token (streaming backends)
 
     def to_json_dict(self) -> dict:
         return self.model_dump(mode="json", by_alias=True, exclude={"context"})
@@ -208,3 +218,7 @@ class ParsedFile(BaseModel):
     includes: list[str] = Field(default_factory=list)  # include targets as written
     leading_comment: str = ""  # the file's top comment (licence banners excluded if possible)
     parse_errors: int = 0  # tree-sitter ERROR nodes seen (tolerated)
+    # Constructs our parser failed on (their chunks are missing), and the first such failure;
+    # the build report lists every file with failures, so a partial parse is never silent.
+    failures: int = 0
+    failure: str = ""

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from ..contracts.errors import UserError
+from ..contracts.progress import stage_progress
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -68,19 +69,6 @@ def command(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
-def _progress():
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), transient=False)
-
-
 def run_command(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -96,13 +84,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise UserError("eval: --k must be 1 or more")
     settings = _settings(args)
     console = Console(stderr=True)
-    tasks: dict[str, int] = {}
-    with _progress() as bar:
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
+    with stage_progress() as progress:
         result = run_eval(args.questions, args.index, args.out, settings=settings,
                           references_path=args.references, k=args.k, limit=args.limit,
                           progress=progress)

@@ -5,15 +5,22 @@ Every malformed input raises UserError with one line that names the file and the
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path, PurePosixPath
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from ..contracts.errors import UserError
-from ..contracts.jsonio import read_json
+from ..contracts.jsonio import read_json, read_jsonl
+from ..contracts.models import Chunk
 from .metrics import evidence_items
 
 SCHEMA = "codeteacher-eval/v1"
 ANSWERS_FILE = "answers.json"
+
+
+QUESTIONS_SHAPE = '{"questions": [{"id": ..., "question": "..."}]}'
 
 
 def _items(data, key: str, path: Path) -> list:
@@ -23,26 +30,64 @@ def _items(data, key: str, path: Path) -> list:
     return items
 
 
+class Question(BaseModel):
+    """One question of a question file; other keys an item carries (gold files, notes) are
+    ignored here."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str = Field(min_length=1)
+    category: str = "uncategorized"
+    question: str
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_text(cls, v):
+        return str(v).strip() if isinstance(v, (str, int)) and not isinstance(v, bool) else v
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _category_text(cls, v):
+        return str(v) if v else "uncategorized"
+
+
+class QuestionFile(BaseModel):
+    """A question file: {"version", "questions": [...]} or just the list. The one reader of
+    question files: `ask --questions` and `codeteacher eval` both load them here."""
+
+    version: str = ""
+    questions: list[Question]
+
+    @classmethod
+    def load(cls, path: str | Path) -> "QuestionFile":
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UserError(f"missing file: {path} (question file not found)") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise UserError(f"question file {path} is not valid JSON ({exc})") from None
+        items = _items(data, "questions", path)
+        questions = []
+        for n, item in enumerate(items, 1):
+            try:
+                questions.append(Question.model_validate(item))
+            except ValidationError:
+                raise UserError(f"{path}: question {n} needs a non-empty 'id' and a 'question' "
+                                f"text (a question file looks like {QUESTIONS_SHAPE})") from None
+        seen: set[str] = set()
+        for q in questions:
+            if q.id in seen:
+                raise UserError(f"{path}: duplicate question id '{q.id}'")
+            seen.add(q.id)
+        if not questions:
+            raise UserError(f"{path}: no questions")
+        version = data.get("version", "") if isinstance(data, dict) else ""
+        return cls(version=str(version), questions=questions)
+
+
 def load_questions(path: str | Path) -> dict:
     """{'version', 'questions': [{'id', 'category', 'question'}]} from a question file."""
-    path = Path(path)
-    data = read_json(path)
-    seen: set[str] = set()
-    questions = []
-    for n, item in enumerate(_items(data, "questions", path), 1):
-        if not isinstance(item, dict) or not isinstance(item.get("question"), str) \
-                or not str(item.get("id", "")).strip():
-            raise UserError(f"{path}: question {n} needs a non-empty 'id' and a 'question' text")
-        qid = str(item["id"])
-        if qid in seen:
-            raise UserError(f"{path}: duplicate question id '{qid}'")
-        seen.add(qid)
-        questions.append({"id": qid, "category": str(item.get("category") or "uncategorized"),
-                          "question": item["question"]})
-    if not questions:
-        raise UserError(f"{path}: no questions")
-    version = data.get("version", "") if isinstance(data, dict) else ""
-    return {"version": str(version), "questions": questions}
+    return QuestionFile.load(path).model_dump()
 
 
 def load_references(path: str | Path | None) -> dict[str, str]:
@@ -121,7 +166,13 @@ def normalize_answer(rec: dict) -> dict:
             "latency_seconds": num("latency_seconds"), "tokens_in": num("tokens_in"),
             "tokens_out": num("tokens_out"),
             "abstained": abst if isinstance(abst, bool) else None,
-            "evidence_items": items, "evidence_source": source, "context_items": context_items}
+            "evidence_items": items, "evidence_source": source, "context_items": context_items,
+            "ttft_seconds": num("ttft_seconds"), "confidence": num("confidence"),
+            "answer_prose": rec.get("answer_prose") if isinstance(rec.get("answer_prose"), str)
+            else None,
+            "answer_source": rec.get("answer_source") or "",
+            "unsupported_names": (rec["unsupported_names"]
+                                  if isinstance(rec.get("unsupported_names"), list) else None)}
 
 
 def corpus_files_from(path: str | Path) -> list[str]:
@@ -156,7 +207,5 @@ def index_files(index_dir: str | Path) -> list[str]:
         return list(files)
     records = Path(index_dir) / "records.jsonl"
     if records.is_file():
-        import json
-        with open(records, encoding="utf-8") as fh:
-            return sorted({json.loads(line)["path"] for line in fh if line.strip()})
+        return sorted({r.path for r in read_jsonl(records, Chunk)})
     raise UserError(f"{index_dir}: the index lists no files (manifest.json has no 'files')")

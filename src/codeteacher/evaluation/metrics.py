@@ -154,13 +154,25 @@ def score_answer(answer: dict, reference: str | None, corpus: dict[str, str] | N
            "gold_source": source, "error": answer["error"],
            "abstained": answer["abstained"], "latency_seconds": answer["latency_seconds"],
            "tokens_in": answer["tokens_in"], "tokens_out": answer["tokens_out"],
-           "evidence_source": answer["evidence_source"]}
+           "evidence_source": answer["evidence_source"],
+           "ttft_seconds": answer.get("ttft_seconds"), "confidence": answer.get("confidence"),
+           "answer_source": answer.get("answer_source", ""),
+           "unsupported_names": answer.get("unsupported_names")}
     for k in ks:
         ctx = answer["context_items"]
         row[f"context_recall@{k}"] = None if ctx is None else recall_at_k(gold, ctx, k)
         row[f"answer_recall@{k}"] = recall_at_k(gold, answer["evidence_items"], k)
+    # Gold files the answer's own sentences name (the prose before any Evidence list).
+    prose = answer.get("answer_prose")
+    if prose is None:
+        section = evidence_section(answer["answer"])
+        prose = answer["answer"][: len(answer["answer"]) - len(section)] if section else \
+            answer["answer"]
+    row["gold_named"] = recall_at_k(gold, [file_names(prose)], 1)
     row["coverage"] = (None if reference is None
                        else reference_coverage(reference, answer["answer"], coverage_words))
+    row["coverage_prose"] = (None if reference is None or prose is None
+                             else reference_coverage(reference, prose, coverage_words))
     return row
 
 
@@ -176,8 +188,22 @@ def aggregate(rows: list[dict], ks: list[int]) -> dict:
         for kind in ("context", "answer"):
             out[f"{kind}_recall@{k}"] = mean(_values(rows, f"{kind}_recall@{k}"))
     out["coverage"] = mean(_values(rows, "coverage"))
+    out["gold_named"] = mean(_values(rows, "gold_named"))
+    out["coverage_prose"] = mean(_values(rows, "coverage_prose"))
     abst = _values(rows, "abstained")
     out["abstention_rate"] = mean(abst)
+    names = [r["unsupported_names"] for r in rows if isinstance(r.get("unsupported_names"), list)]
+    # Share of answers whose prose names a file or symbol the context did not hold.
+    out["unsupported_rate"] = mean([float(bool(n)) for n in names])
+    out["unsupported_per_answer"] = mean([float(len(n)) for n in names])
+    ttft = _values(rows, "ttft_seconds")
+    out["ttft_p50"] = percentile(ttft, 50)
+    out["ttft_p95"] = percentile(ttft, 95)
+    sources: dict[str, int] = defaultdict(int)
+    for r in rows:
+        if r.get("answer_source"):
+            sources[r["answer_source"]] += 1
+    out["answer_sources"] = dict(sources)
     lat = _values(rows, "latency_seconds")
     out["latency_p50"] = percentile(lat, 50)
     out["latency_p95"] = percentile(lat, 95)

@@ -9,7 +9,10 @@ def metric_columns(ks: list[int]) -> list[tuple[str, str]]:
     cols = [("n", "n"), ("errors", "errors"), ("with_gold", "gold")]
     cols += [(f"context_recall@{k}", f"ctx R@{k}") for k in ks]
     cols += [(f"answer_recall@{k}", f"ans R@{k}") for k in ks]
-    cols += [("coverage", "coverage"), ("abstention_rate", "abstain"),
+    cols += [("coverage", "coverage"), ("coverage_prose", "cov prose"),
+             ("gold_named", "gold named"),
+             ("abstention_rate", "abstain"),
+             ("unsupported_rate", "unsupp"), ("ttft_p50", "ttft p50 s"),
              ("latency_p50", "lat p50 s"), ("latency_p95", "lat p95 s"),
              ("tokens_in_mean", "tok in"), ("tokens_out_mean", "tok out"),
              ("judge", "judge ± SE"), ("judge_counts", "C/P/I/?")]

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..contracts.errors import UserError
-from ..contracts.jsonio import write_json
+from ..contracts.jsonio import write_json, write_text
 from .io import (
     ANSWERS_FILE,
     SCHEMA,
@@ -44,25 +44,29 @@ def _first_line(exc: BaseException) -> str:
 
 
 def load_engine(index_dir: Path, settings):
-    try:
-        from ..api import Engine
-    except ImportError as exc:
-        raise UserError(f"the retrieval engine is unavailable (codeteacher.api: {exc})") from None
+    from ..api import Engine  # imported here: scoring-only commands need no engine
+
     return Engine.load(index_dir, settings)
 
 
 def warm_up(engine, question: str) -> None:
-    """Load the engine's models before the clock runs, so latencies exclude loading."""
+    """Load the engine's models before the clock runs, so latencies exclude loading. A model
+    that cannot load stops the run here with its error (every question would fail on it)."""
     warm = getattr(engine, "warm_up", None)
-    try:
-        warm() if callable(warm) else engine.search(question, k=1)
-    except Exception:  # noqa: BLE001 - the question itself will report the problem
-        pass
+    warm() if callable(warm) else engine.search(question, k=1)
 
 
 def _spans(items) -> list[dict]:
     return [{"path": e.path, "start_line": e.start_line, "end_line": e.end_line,
              "symbol": e.symbol} for e in items]
+
+
+def answer_text(result) -> str:
+    """The answer as `ask` shows it: the Answer, then its Evidence bullets (the published runs
+    carry theirs in the text too, so both are scored alike)."""
+    bullets = [f"- {e.path}:{e.start_line}-{e.end_line} : {e.symbol} — {e.description}"
+               for e in result.evidence]
+    return result.answer + ("\n\nEvidence:\n" + "\n".join(bullets) if bullets else "")
 
 
 def answer_record(q: dict, result, latency: float) -> dict:
@@ -74,13 +78,17 @@ def answer_record(q: dict, result, latency: float) -> dict:
     context = result.context or result.evidence
     return {
         "id": q["id"], "category": q["category"], "question": q["question"],
-        "answer": result.answer, "evidence_files": evidence_files, "error": None,
+        "answer": answer_text(result), "answer_prose": result.answer,
+        "evidence_files": evidence_files, "error": None,
         "latency_seconds": latency,
         "evidence": _spans(result.evidence), "context": _spans(context),
         "context_files": list(dict.fromkeys(e.path for e in context)),
         "abstained": result.abstained, "tokens_in": result.tokens_in,
         "tokens_out": result.tokens_out, "intent": result.intent, "backend": result.backend,
         "model": result.model, "timings_ms": result.timings_ms,
+        "answer_source": result.answer_source, "answer_note": result.answer_note,
+        "unsupported_names": result.unsupported_names, "confidence": result.confidence,
+        "ttft_seconds": None if result.ttft_ms is None else result.ttft_ms / 1000,
     }
 
 
@@ -195,7 +203,7 @@ def run_eval(questions_path: str | Path, index_dir: str | Path, out_dir: str | P
     scores = score_run(doc, references, corpus, cfg, label=meta["run_label"],
                        judgments=judgments, question_count=len(questions))
     write_json(out_dir / "scores.json", scores)
-    (out_dir / "report.md").write_text(render_report(scores, doc), encoding="utf-8")
+    write_text(out_dir / "report.md", render_report(scores, doc))
     return {"asked": len(todo), "kept": len(kept), "failed": failed, "scores": scores,
             "judge_error": judgments["judge"].get("error")}
 

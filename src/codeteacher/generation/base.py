@@ -62,8 +62,16 @@ def packaged_gguf_path() -> Path:
 
 
 def resolve_gguf(model: str) -> Path:
-    """Map a configured model to a checked GGUF file: exists and starts with the GGUF magic."""
-    path = packaged_gguf_path() if model == PACKAGED_GGUF else Path(model).expanduser()
+    """Map a configured model to a checked GGUF file: a catalogue name (`codeteacher models
+    list`) or a path; the file must exist and start with the GGUF magic."""
+    from . import catalog
+
+    if model == PACKAGED_GGUF:
+        path = packaged_gguf_path()
+    elif catalog.spec_for(model) is not None:
+        path = catalog.resolve(model)
+    else:
+        path = Path(model).expanduser()
     if not path.is_file():
         raise UserError(f"model file not found: {path}")
     with open(path, "rb") as fh:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 
 from ..contracts.errors import UserError
 from ..contracts.settings.generation import BackendSettings
@@ -51,6 +52,33 @@ class LlamaCppGenerator:
                           tokens_out=usage.get("completion_tokens", 0),
                           finish_reason="length" if choice.get("finish_reason") == "length"
                           else "stop")
+
+    def stream(self, req: ChatRequest, on_text: Callable[[str], None]) -> Generation:
+        """Generate one answer, handing each piece of text to `on_text` as it is written."""
+        pieces: list[str] = []
+        reason = "stop"
+        with self._lock:
+            try:
+                for chunk in self._llm.create_chat_completion(
+                        messages=req.messages, max_tokens=req.max_tokens,
+                        temperature=req.temperature, stop=req.stop or None,
+                        seed=self._cfg.seed, repeat_penalty=self._cfg.repeat_penalty,
+                        stream=True):
+                    choice = chunk["choices"][0]
+                    text = choice["delta"].get("content") or ""
+                    if text:
+                        pieces.append(text)
+                        on_text(text)
+                    if choice.get("finish_reason") == "length":
+                        reason = "length"
+            except ValueError as exc:
+                msg = first_line(exc)
+                return Generation(finish_reason="context_overflow" if "context window" in msg
+                                  else "error", error=msg)
+        text = "".join(pieces)
+        tokens_in = sum(self.count_tokens(m["content"]) + 4 for m in req.messages)
+        return Generation(text=text.strip(), tokens_in=tokens_in, tokens_out=len(pieces),
+                          finish_reason=reason)
 
     def generate(self, requests: list[ChatRequest]) -> list[Generation]:
         with self._lock:

@@ -35,3 +35,78 @@ def lexical_text(c: Chunk) -> str:
     path_words = c.path.replace("/", " ").replace(".", " ")
     return " ".join([path_words, c.name, c.qualified_name, c.signature, c.comment,
                      " ".join(c.heading_path), " ".join(c.bases), c.explanation, c.text])
+
+
+# ---- identities -------------------------------------------------------------------------------
+# A chunk id names its file, kind, name and first line; graph node ids and entity ids put a
+# prefix before a path or a chunk id. They are stored in every stage file, so they are part of
+# the format and have this one home: nothing else builds or slices them by hand.
+
+_FILE, _MODULE, _SYM, _CHAIN = "file:", "module:", "sym:", "chain:"
+
+
+def file_node(path: str) -> str:
+    """Graph node (and file entity / record id) of a repository file."""
+    return _FILE + path
+
+
+def module_node(path: str) -> str:
+    """Graph node (and module entity / record id) of a folder ('' is the repository root)."""
+    return _MODULE + path
+
+
+def sym_node(chunk_id: str) -> str:
+    """Graph node of a code chunk."""
+    return _SYM + chunk_id
+
+
+def chain_id(root_chunk_id: str) -> str:
+    """Id of the call-chain entity rooted at a function chunk."""
+    return _CHAIN + root_chunk_id
+
+
+def node_path(node: str) -> str | None:
+    """The file path of a file node, else None."""
+    return node[len(_FILE):] if node.startswith(_FILE) else None
+
+
+def node_chunk(node: str) -> str | None:
+    """The chunk id of a symbol node, else None."""
+    return node[len(_SYM):] if node.startswith(_SYM) else None
+
+
+def chain_root(entity_id: str) -> str | None:
+    """The root chunk id of a call-chain entity id, else None."""
+    return entity_id[len(_CHAIN):] if entity_id.startswith(_CHAIN) else None
+
+
+def split_node(node: str) -> tuple[str, str]:
+    """(kind, identity): 'sym:a.cpp#function:f@3' -> ('sym', 'a.cpp#function:f@3')."""
+    kind, _, ident = node.partition(":")
+    return kind, ident
+
+
+class ChunkIds:
+    """Chunk ids of one file: '<path>#<kind>:<name>@<first line>', made unique with '~2', '~3'
+    when two chunks share all four (overloads on one line, macro-generated code)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._seen: set[str] = set()
+
+    def new(self, kind: str, name: str, start_line: int) -> str:
+        base = f"{self.path}#{kind}:{name}@{start_line}"
+        cid, n = base, 1
+        while cid in self._seen:
+            n += 1
+            cid = f"{base}~{n}"
+        self._seen.add(cid)
+        return cid
+
+
+def vector_key(model_id: str, text: str) -> str:
+    """Cache key of a record's vector (vector_keys.json): the model identity and the embedded
+    text. Paper linking reuses an index's vectors only when these keys match."""
+    import hashlib
+
+    return hashlib.sha1(f"{model_id}\0{text}".encode("utf-8", "replace")).hexdigest()

@@ -1,8 +1,8 @@
 """Identifier-aware tokens and the BM25 index (bm25s) built over them.
 
-Code search fails with plain word tokenisers: `FFTPoissonSolver` must match "poisson solver"
-and "FFTPoissonSolver" alike. So each identifier yields itself (lower-cased) plus its camelCase
-and snake_case parts; qualified names also yield their last component.
+Code search fails with plain word tokenisers: `SparseMatrixBuilder` must match "sparse matrix
+builder" and "SparseMatrixBuilder" alike. So each identifier yields itself (lower-cased) plus
+its camelCase and snake_case parts; qualified names also yield their last component.
 """
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-import bm25s
 import numpy as np
-from bm25s.tokenization import Tokenized
+
+# bm25s (and its scipy) is imported where an index is built or loaded: the tokenizer alone,
+# which query analysis uses, needs none of it.
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -36,7 +37,7 @@ def stem(word: str) -> str:
     'scattering' -> 'scatter'. Enough to join prose with identifiers; never overreaches."""
     if len(word) <= 4 or not word.isalpha():
         return word
-    if word.endswith(("is", "us", "ss")):  # "boris", "stimulus", "class": not plurals
+    if word.endswith(("is", "us", "ss")):  # "analysis", "stimulus", "class": not plurals
         return word
     for suffix in ("ing", "ed", "es", "s", "e"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
@@ -74,8 +75,8 @@ _CONNECTORS = {"in", "of", "and", "to", "on", "for"}
 
 
 def acronyms(text: str, vocab) -> list[str]:
-    """Acronyms of 2-4 consecutive words that the corpus uses as tokens ("conjugate gradient"
-    -> "cg"); code names things by acronym far more often than prose does."""
+    """Acronyms of 2-4 consecutive words that the corpus uses as tokens ("message passing
+    interface" -> "mpi"); code names things by acronym far more often than prose does."""
     words = re.findall(r"[A-Za-z][A-Za-z0-9]*", text.lower())
     out: list[str] = []
     for i in range(len(words)):
@@ -100,13 +101,51 @@ def acronyms(text: str, vocab) -> list[str]:
 FILES_SUBDIR = "files"  # whole-file BM25, inside the chunk BM25 folder
 
 
+class SavedScores:
+    """The read side of a saved bm25s index, for querying: bm25s stores every (token, document)
+    BM25 score in a CSC matrix, and for these methods (no non-occurrence term) a query's scores
+    are the sums of its tokens' columns, which is all `bm25s.BM25.get_scores` does (the same
+    float32 additions in the same order). Reading the arrays with numpy spares every cold `ask`
+    importing bm25s and scipy (~0.3 s); building and other methods go through bm25s."""
+    METHODS = ("lucene", "robertson", "atire")
+
+    def __init__(self, folder: Path, params: dict):
+        import json
+
+        arr = {k: np.load(folder / f"{k}.csc.index.npy") for k in ("data", "indices", "indptr")}
+        self.data, self.indices, self.indptr = arr["data"], arr["indices"], arr["indptr"]
+        self.vocab_dict = json.loads((folder / "vocab.index.json").read_text(encoding="utf-8"))
+        self.scores = {"num_docs": int(params["num_docs"])}
+        self.dtype = np.dtype(params.get("dtype", "float32"))
+
+    @classmethod
+    def open(cls, folder: Path) -> "SavedScores | None":
+        import json
+
+        try:
+            params = json.loads((folder / "params.index.json").read_text(encoding="utf-8"))
+            if params.get("method") not in cls.METHODS:
+                return None
+            return cls(folder, params)
+        except (OSError, ValueError, KeyError):
+            return None  # bm25s reads it (or says what is wrong)
+
+    def get_scores(self, tokens: list[str]) -> np.ndarray:
+        out = np.zeros(self.scores["num_docs"], dtype=self.dtype)
+        for t in tokens:
+            i = self.vocab_dict[t]
+            a, b = self.indptr[i], self.indptr[i + 1]
+            out[self.indices[a:b]] += self.data[a:b]  # a column's documents are distinct
+        return out
+
+
 class LexicalIndex:
     """BM25 over token lists; scores for every document at once (corpora are small).
 
     `files` (optional) is a second BM25 over whole files, one document per repository file:
     a file's words together say what it is about better than any one of its chunks."""
 
-    def __init__(self, retriever: bm25s.BM25, df: dict[str, int] | None = None):
+    def __init__(self, retriever, df: dict[str, int] | None = None):
         self._r = retriever
         self.vocab = retriever.vocab_dict
         self.df = df or {}
@@ -122,6 +161,9 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, docs: list[list[str]]) -> "LexicalIndex":
+        import bm25s
+        from bm25s.tokenization import Tokenized
+
         vocab: dict[str, int] = {}
         ids = [[vocab.setdefault(t, len(vocab)) for t in d] or [vocab.setdefault("", len(vocab))]
                for d in docs]
@@ -143,6 +185,8 @@ class LexicalIndex:
     def save(self, folder: Path) -> None:
         import json
 
+        if isinstance(self._r, SavedScores):
+            raise TypeError("a loaded index is read-only; build one to save it")
         self._r.save(str(folder), show_progress=False)
         (Path(folder) / "df.json").write_text(json.dumps(self.df), encoding="utf-8")
         if self.files is not None:
@@ -154,7 +198,13 @@ class LexicalIndex:
 
         df_file = Path(folder) / "df.json"
         df = json.loads(df_file.read_text(encoding="utf-8")) if df_file.is_file() else {}
-        index = cls(bm25s.BM25.load(str(folder), show_progress=False), df)
+        saved = SavedScores.open(Path(folder))
+        if saved is not None:
+            index = cls(saved, df)
+        else:
+            import bm25s
+
+            index = cls(bm25s.BM25.load(str(folder), show_progress=False), df)
         if (Path(folder) / FILES_SUBDIR / "paths.json").is_file():
             index.files = FileLexicalIndex.load(Path(folder) / FILES_SUBDIR)
         return index

@@ -10,7 +10,7 @@ from ..contracts.errors import UserError
 from ..contracts.jsonio import read_jsonl, read_model
 from ..contracts.models import Chunk, Manifest, ProjectStructure
 from . import layout as st
-from .layout import CHUNKER_VERSION
+from .layout import CHUNKER_VERSION, file_node
 from .lexical import LexicalIndex
 
 
@@ -29,6 +29,10 @@ class IndexStore:
             raise UserError(f"no index at {path} (build one with: codeteacher index REPO --out {path})")
         if not (path / st.MANIFEST).is_file():
             raise UserError(f"{path} is not a codeteacher index (no {st.MANIFEST})")
+        for name in (st.MANIFEST, st.RECORDS, st.FAISS, st.VECTORS, st.STRUCTURE):
+            f = path / name
+            if f.exists() and not f.is_file():  # a FIFO or device here would block the load
+                raise UserError(f"corrupt index {path}: {name} is not a regular file")
         self.path = path
         self.manifest = read_model(path / st.MANIFEST, Manifest)
         if self.manifest.chunker_version != CHUNKER_VERSION:
@@ -83,4 +87,4 @@ class IndexStore:
         return self.records[i]
 
     def file_record_index(self, path: str) -> int | None:
-        return self.by_id.get(f"file:{path}")
+        return self.by_id.get(file_node(path))

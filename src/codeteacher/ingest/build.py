@@ -37,6 +37,8 @@ class BuildReport(BaseModel):
     unresolved_calls: int = 0
     unresolved_includes: int = 0
     explanations: dict[str, int] = Field(default_factory=dict)
+    # files the parser failed on in part (their other chunks are indexed): path -> what was lost
+    partial_files: dict[str, str] = Field(default_factory=dict)
     up_to_date: bool = False  # nothing changed: the previous index was kept as it was
 
 
@@ -57,16 +59,60 @@ def _check_output(out: Path) -> None:
                         "refusing to overwrite it")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        probe = out.parent / f".{out.name}.probe-{os.getpid()}"
+        probe = out.parent / f".{out.name}.probe-{_host()}-{os.getpid()}"
         probe.mkdir()
         probe.rmdir()
     except OSError as exc:
         raise UserError(f"output folder is not writable: {out.parent} ({exc.strerror})") from None
 
 
+def _host() -> str:
+    import socket
+
+    return "".join(c for c in socket.gethostname() if c.isalnum() or c in "-_")[:40] or "host"
+
+
+def scratch_dir(out: Path, pid: int | None = None) -> Path:
+    """This build's (or process `pid`'s) scratch folder beside `out`, named by host and PID so
+    that a later build can tell whether its owner is still alive."""
+    return out.parent / f".{out.name}.building-{_host()}-{pid or os.getpid()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def clean_stale_scratch(out: Path) -> list[Path]:
+    """Remove scratch folders (and half-swapped old copies) that builds killed with -9 left
+    beside `out`: only those of this host whose PID is no longer alive. Folders of another
+    host (a shared file system) are left alone: their PIDs mean nothing here."""
+    removed = []
+    if not out.parent.is_dir():
+        return removed
+    host = _host()
+    for kind in ("building", "old", "probe"):
+        for p in out.parent.glob(f".{out.name}.{kind}-*"):
+            tag = p.name[len(f".{out.name}.{kind}-"):]
+            owner, _, pid = tag.rpartition("-")
+            if owner not in ("", host) or not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            if kind == "old" and not (out / st.MANIFEST).is_file():
+                continue  # the only complete copy: store._recover serves it
+            if not _pid_alive(int(pid)):
+                shutil.rmtree(p, ignore_errors=True)
+                removed.append(p)
+    return removed
+
+
 def swap_in(work: Path, out: Path) -> None:
     """Replace `out` by `work` with two renames; `out` is never left half-written."""
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    old = out.parent / f".{out.name}.old-{_host()}-{os.getpid()}"
     if out.exists():
         out.rename(old)
     work.rename(out)
@@ -103,9 +149,10 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
     name = name or repo.resolve().name
     out = Path(out) if out else Path("embeddings") / name
     _check_output(out)
+    clean_stale_scratch(out)
     old = valid_index(out)
     cache = out if old else None
-    work = out.parent / f".{out.name}.building-{os.getpid()}"
+    work = scratch_dir(out)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     seconds: dict[str, float] = {}
@@ -121,6 +168,7 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
                           include=include, exclude=exclude)
         if old is not None and _up_to_date(old, collected, settings, name, out):
             shutil.rmtree(work, ignore_errors=True)
+            record_settings(out, settings)  # today's run-time settings, same content
             return _unchanged_report(old, collected, out, seconds)
         parse = timed("parse", st.stage_parse, work / st.FILES, work / st.CHUNKS, settings,
                       cache=cache, progress=progress)
@@ -130,13 +178,15 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
               work / st.STRUCTURE, work / st.ENTITIES)
         explained = timed("explain", _explain, work, cache, settings, progress)
         emb = timed("embed", st.stage_embed, work / st.CHUNKS, work / st.ENTITIES, work,
-                    settings, explanations_path=work / st.EXPLANATIONS, cache=cache,
+                    settings, cache=cache,  # explanations exist only when the stage ran
+                    explanations_path=work / st.EXPLANATIONS if explained else None,
                     progress=progress)
         manifest = timed("index", st.stage_index, work, work, settings, name, seconds)
         _link_papers(work, cache, settings)
         manifest.stage_seconds = seconds
         manifest.explanations = _explanation_signatures(settings)
         from ..contracts.jsonio import write_json
+        record_settings(work, settings)
         write_json(work / st.MANIFEST, manifest)
         swap_in(work, out)
     except BaseException:
@@ -150,7 +200,20 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
                        embedded=emb["embedded"], reused_vectors=emb["reused"],
                        unresolved_calls=structure.unresolved_calls,
                        unresolved_includes=structure.unresolved_includes,
+                       partial_files=parse["partial"],
                        explanations=explained)
+
+
+def record_settings(index_dir: Path, settings: Settings) -> None:
+    """Keep the settings an index was built with inside it: `serve` uses them when it is given
+    no --settings (never a file from its working directory)."""
+    from ..contracts.settings.sources import RECORDED_FILE
+
+    # Paths read from a settings file are absolute already; a default left relative means
+    # "beside the index" to `serve` (contracts/settings/sources.served_settings).
+    tmp = index_dir / f".{RECORDED_FILE}.{os.getpid()}"
+    tmp.write_text(settings.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    tmp.replace(index_dir / RECORDED_FILE)  # atomic: a server may be reading it
 
 
 def _kinds(manifest: Manifest) -> dict[str, int]:
@@ -193,10 +256,11 @@ def _unchanged_report(old: Manifest, collected, out: Path, seconds: dict) -> Bui
     import json
 
     keys = json.loads((out / st.VECTOR_KEYS).read_text(encoding="utf-8"))
+    facts = st.read_facts(out / st.FACTS) if (out / st.FACTS).is_file() else {}
     return BuildReport(name=old.name, out=str(out), files=len(collected.files),
                        skipped=collected.skipped, chunks_by_kind=_kinds(old), stage_seconds=seconds,
                        reused_files=len(collected.files), reused_vectors=sum(1 for k in keys if k),
-                       up_to_date=True)
+                       partial_files=st.partial_files(facts), up_to_date=True)
 
 
 def _explain(work: Path, cache: Path | None, settings: Settings, progress: bool) -> dict:

@@ -1,16 +1,17 @@
 """Collect stage: walk a repository and decide what gets indexed.
 
 Honours .gitignore files (nested ones too, via pathspec) and configured excludes, is safe
-against symlink loops, and skips binary, undecodable and oversized files with counted reasons.
-Each file gets a language, a category (code/doc/build) and a scope (src/test/example/build/docs)
-guessed from its path alone, so the rules work for any repository layout.
+against symlink loops, and indexes every text file under the size limit: known extensions and
+names get their category (code/build/doc/script); any other file is recognised as text by its
+content and chunked as a document or as a configuration/data file by what its lines look like.
+Nothing is left out silently: every file (or folder) not indexed is counted under a reason.
+Scope (src/test/example/build/docs) is guessed from the path alone, for any layout.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-import stat
 from pathlib import Path, PurePosixPath
 
 import pathspec
@@ -18,6 +19,7 @@ import pathspec
 from ..contracts.errors import UserError
 from ..contracts.models import CollectReport, FileRecord
 from ..contracts.settings import CollectSettings
+from ..index.files import RefusedFile, read_repo_file
 
 _LANG_BY_EXT = {
     ".c": "c", ".cu": "cuda", ".cuh": "cuda",
@@ -50,7 +52,7 @@ def classify_scope(rel: str, category: str) -> str:
 
 
 def _file_kind(name: str, settings: CollectSettings) -> tuple[str, str] | None:
-    """(language, category) of a file name, or None if it is not indexed."""
+    """(language, category) of a file known by its name or extension, else None."""
     suffix = PurePosixPath(name).suffix.lower()
     if name in settings.build_names or suffix in settings.build_extensions:
         return ("cmake" if "cmake" in name.lower() else "make"), "build"
@@ -65,32 +67,71 @@ def _file_kind(name: str, settings: CollectSettings) -> tuple[str, str] | None:
     return None
 
 
-class _Ignores:
-    """Stack of .gitignore specs, each applied to paths relative to its own folder."""
+_SHEBANG = re.compile(r"#![ \t]*(\S+)(?:[ \t]+(\S+))?")
+_PROSE_CHARS = re.compile(r"[A-Za-z.,;:'\"()!?\-]")
 
-    def __init__(self, root: Path, settings: CollectSettings):
+
+def _content_kind(name: str, text: str, settings: CollectSettings) -> tuple[str, str]:
+    """(language, category) of a text file not known by name, from generic evidence only:
+    a template (X.in) is classified as X, a shebang makes a script, prose makes a document,
+    and anything else is a configuration or data file (line windows, category script)."""
+    low = name.lower()
+    for tail in (".in", "in"):  # config.h.in, Makefile.in; foo.cmakein
+        inner = name[: -len(tail)] if low.endswith(tail) and len(name) > len(tail) + 1 else ""
+        if inner and (tail == ".in" or inner.lower().endswith(".cmake")):
+            kind = _file_kind(inner, settings)
+            if kind is not None:
+                return kind
+    m = _SHEBANG.match(text)
+    if m:
+        prog = PurePosixPath(m.group(2) if m.group(1).endswith("/env") and m.group(2)
+                             else m.group(1)).name
+        return re.sub(r"[\d.]+$", "", prog) or prog, "script"
+    lines = [ln for ln in text.splitlines()[:400] if ln.strip()]
+    prose = 0
+    for ln in lines:
+        words = ln.split()
+        chars = sum(len(w) for w in words)
+        if len(words) >= settings.prose_min_words and chars and \
+                len(_PROSE_CHARS.findall(ln)) >= 0.85 * chars:
+            prose += 1
+    if lines and prose >= settings.prose_min_share * len(lines):
+        return "text", "doc"
+    return (PurePosixPath(low).suffix.lstrip(".") or "text"), "script"
+
+
+class _Ignores:
+    """Stack of .gitignore specs, each applied to paths relative to its own folder; `why`
+    names the rule set that excluded a path."""
+
+    def __init__(self, root: Path, settings: CollectSettings, extra: list[str] | None):
         self.root = root
-        self.specs: list[tuple[str, pathspec.PathSpec]] = [
-            ("", pathspec.GitIgnoreSpec.from_lines(settings.exclude))]
+        self.specs: list[tuple[str, pathspec.PathSpec, str]] = [
+            ("", pathspec.GitIgnoreSpec.from_lines(settings.exclude), "excluded by settings")]
+        if extra:
+            self.specs.append(("", pathspec.GitIgnoreSpec.from_lines(extra),
+                               "excluded by --exclude"))
         self.respect = settings.respect_gitignore
 
     def load(self, rel_dir: str, abs_dir: Path) -> None:
         gi = abs_dir / ".gitignore"
         if self.respect and gi.is_file():
             try:
-                lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
+                lines = read_repo_file(self.root, f"{rel_dir}/.gitignore" if rel_dir else
+                                       ".gitignore", 1 << 20).decode("utf-8", "replace")
+            except (OSError, UserError):
                 return
-            self.specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+            self.specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines.splitlines()),
+                               "excluded by .gitignore"))
 
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        for base, spec in self.specs:
+    def why(self, rel: str, is_dir: bool) -> str | None:
+        for base, spec, reason in self.specs:
             if base and not rel.startswith(base + "/"):
                 continue
             sub = rel[len(base) + 1:] if base else rel
             if spec.match_file(sub + ("/" if is_dir else "")):
-                return True
-        return False
+                return reason
+        return None
 
 
 def collect(root: str | Path, settings: CollectSettings | None = None,
@@ -102,10 +143,8 @@ def collect(root: str | Path, settings: CollectSettings | None = None,
     if not root_path.is_dir():
         raise UserError(f"repository path is not a directory: {root}")
     root_path = root_path.resolve()
-    if exclude:
-        settings = settings.model_copy(update={"exclude": settings.exclude + list(exclude)})
     include_spec = pathspec.GitIgnoreSpec.from_lines(include) if include else None
-    ignores = _Ignores(root_path, settings)
+    ignores = _Ignores(root_path, settings, list(exclude or []))
     files: list[FileRecord] = []
     skipped: dict[str, int] = {}
     examples: dict[str, list[str]] = {}
@@ -118,7 +157,8 @@ def collect(root: str | Path, settings: CollectSettings | None = None,
 
     seen_dirs: set[tuple[int, int]] = set()
     for dirpath, dirnames, filenames in os.walk(root_path, followlinks=settings.follow_symlinks,
-                                                onerror=lambda e: skip("unreadable", str(e.filename))):
+                                                onerror=lambda e: skip("unreadable folder",
+                                                                       str(e.filename))):
         abs_dir = Path(dirpath)
         try:
             st = abs_dir.stat()
@@ -136,45 +176,41 @@ def collect(root: str | Path, settings: CollectSettings | None = None,
         keep = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
-            if d == ".git" or ignores.ignored(rel, True):
+            why = "version control (.git folder)" if d == ".git" else ignores.why(rel, True)
+            if why is None and not settings.follow_symlinks and (abs_dir / d).is_symlink():
+                why = "symlinked folder (not followed)"
+            if why:
+                skip(f"{why} (folder)", rel)
                 continue
             keep.append(d)
         dirnames[:] = keep
         for name in sorted(filenames):
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            kind = _file_kind(name, settings)
-            if kind is None or ignores.ignored(rel, False):
+            why = ignores.why(rel, False)
+            if why is None and include_spec is not None and not include_spec.match_file(rel):
+                why = "outside --include"
+            if why:
+                skip(why, rel)
                 continue
-            if include_spec is not None and not include_spec.match_file(rel):
-                continue
-            record = _read_record(abs_dir / name, rel, kind, settings, skip, root_path)
+            record = _read_record(rel, name, settings, skip, root_path)
             if record is not None:
                 files.append(record)
     return CollectReport(root=str(root_path), files=files, skipped=skipped,
                          skipped_examples=examples)
 
 
-def _read_record(path: Path, rel: str, kind: tuple[str, str], settings: CollectSettings,
-                 skip, root: Path) -> FileRecord | None:
+def _read_record(rel: str, name: str, settings: CollectSettings, skip, root: Path
+                 ) -> FileRecord | None:
+    kind = _file_kind(name, settings)
+    if kind is None and not settings.index_other_text:
+        skip("not a known file type", rel)
+        return None
     try:
-        if path.is_symlink() and not path.resolve().is_file():
-            skip("broken symlink", rel)
-            return None
-        # Never index what lies outside the repository (a file symlink, or a file reached
-        # through a followed directory symlink).
-        if not path.resolve().is_relative_to(root):
-            skip("symlink out of the repository", rel)
-            return None
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
-            skip("not a regular file", rel)
-            return None
-        size = info.st_size
-        if size > settings.max_file_bytes:
-            skip("too large", rel)
-            return None
-        data = path.read_bytes()
-    except (OSError, RuntimeError):
+        data = read_repo_file(root, rel, settings.max_file_bytes)
+    except RefusedFile as exc:
+        skip(exc.reason, rel)
+        return None
+    except (OSError, RuntimeError, ValueError):
         skip("unreadable", rel)
         return None
     if b"\x00" in data[:8192]:
@@ -185,12 +221,19 @@ def _read_record(path: Path, rel: str, kind: tuple[str, str], settings: CollectS
     except UnicodeDecodeError:
         skip("not UTF-8", rel)
         return None
+    if kind is None:
+        if not text.strip():
+            skip("empty", rel)
+            return None
+        kind = _content_kind(name, text, settings)
     language, category = kind
     return FileRecord(path=rel, language=language, category=category,
-                      scope=classify_scope(rel, category), size=size,
+                      scope=classify_scope(rel, category), size=len(data),
                       sha256=hashlib.sha256(data).hexdigest(),
                       lines=text.count("\n") + (0 if text.endswith("\n") or not text else 1))
 
 
 def read_text(root: str | Path, rel: str) -> str:
-    return (Path(root) / rel).read_bytes().decode("utf-8")
+    """A collected file's text (the same checks as collection: nothing outside the repository,
+    no FIFO or device)."""
+    return read_repo_file(root, rel).decode("utf-8")

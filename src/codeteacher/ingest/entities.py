@@ -10,7 +10,8 @@ from collections import defaultdict
 from pathlib import PurePosixPath
 
 from ..contracts.models import Chunk, Entity, FileRecord, ProjectStructure
-from .graph import CALLABLE, TYPE_KINDS, module_of, sym_node
+from ..index.layout import chain_id, file_node, module_node, node_chunk, node_path, sym_node
+from .graph import CALLABLE, TYPE_KINDS, module_of
 
 MAX_LIST = 24  # names listed per category; beyond that a count is given
 
@@ -68,7 +69,7 @@ def file_entity(f: FileRecord, chunks: list[Chunk], leading_comment: str,
     if included_by:
         lines.append("Included by: " + _names(included_by) + ".")
     text = "\n".join(lines)
-    return Entity(id=f"file:{f.path}", level="file", path=f.path, title=name, text=text,
+    return Entity(id=file_node(f.path), level="file", path=f.path, title=name, text=text,
                   members=[c.id for c in chunks], source_hash=_hash(f.sha256, text),
                   start_line=1, end_line=max(1, f.lines))
 
@@ -92,8 +93,8 @@ def module_entity(module: str, files: list[FileRecord], file_chunks: dict[str, l
     if submodules:
         lines.append("Subfolders: " + _names(submodules) + ".")
     text = "\n".join(lines)
-    return Entity(id=f"module:{module}", level="module", path=module or ".", title=f"{label}/",
-                  text=text, members=[f"file:{f.path}" for f in files],
+    return Entity(id=module_node(module), level="module", path=module or ".", title=f"{label}/",
+                  text=text, members=[file_node(f.path) for f in files],
                   source_hash=_hash(*(f.sha256 for f in files), text))
 
 
@@ -120,9 +121,9 @@ def call_chain_entities(chunks: list[Chunk], structure: ProjectStructure,
                 f"calls {_names([label(t) for t in targets])}.")
         if up:
             text += f"\nCalled by {_names([label(u) for u in up])}."
-        out.append(Entity(id=f"chain:{root.id}", level="call_chain", path=root.path,
+        out.append(Entity(id=chain_id(root.id), level="call_chain", path=root.path,
                           title=f"{root.qualified_name or root.name} call chain", text=text,
-                          members=[root.id] + [t[4:] for t in targets],
+                          members=[root.id] + [node_chunk(t) for t in targets],
                           source_hash=_hash(root.file_sha, text),
                           start_line=root.start_line, end_line=root.end_line))
     return out
@@ -139,7 +140,7 @@ def build_entities(files: list[FileRecord], chunks: list[Chunk], structure: Proj
     inc_in: dict[str, list[str]] = defaultdict(list)
     for e in structure.edges:
         if e.type == "include":
-            src, dst = e.source[5:], e.target[5:]
+            src, dst = node_path(e.source), node_path(e.target)
             inc_out[src].append(dst)
             inc_in[dst].append(src)
     entities: list[Entity] = []

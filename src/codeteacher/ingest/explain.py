@@ -26,20 +26,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from ..contracts.errors import UserError
+from ..contracts.jsonio import read_jsonl, read_model, write_jsonl
 from ..contracts.models import Chunk, Entity, Explanation, ProjectStructure
 from ..contracts.progress import progress_bar
 from ..generation import ChatRequest, Generator, make_generator, model_id_for
 from ..generation.base import messages_tokens
 from ..generation.prompts import prompt_signature, render
+from ..index.layout import CHUNKS, ENTITIES, STRUCTURE, chain_root, node_chunk, node_path
 
 CUT_MARK = "\n[... cut]"
 Progress = bool | Callable[[str, int, int], None] | None
@@ -109,54 +110,47 @@ def shard_of(target_id: str, of: int) -> int:
 
 # ---- files ----------------------------------------------------------------------------------
 
-def read_jsonl(path: Path, model: type[BaseModel]) -> list:
-    if not path.is_file():
-        return []
-    with open(path, encoding="utf-8") as fh:
-        try:
-            return [model.model_validate_json(line) for line in fh if line.strip()]
-        except ValueError as exc:  # pydantic's ValidationError is a ValueError
-            raise UserError(f"{path}: not a valid {model.__name__} file "
-                            f"({str(exc).splitlines()[0]})") from None
-
-
 def load_explanations(path: str | Path) -> list[Explanation]:
     return read_jsonl(Path(path), Explanation)
 
 
-def write_jsonl_atomic(path: Path, rows: Iterable[BaseModel]) -> None:
-    """Write to a temporary file beside the target, then os.replace: never a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(row.model_dump_json() + "\n")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+def _input(path: Path | None, what: str, option: str, needed_for: str) -> Path | None:
+    """An input file that must exist when named; None when not named and not needed."""
+    if path is None:
+        if needed_for:
+            raise UserError(f"explaining {needed_for} needs the {what} file ({option})")
+        return None
+    if not path.is_file():
+        raise UserError(f"{what} file not found: {path}")
+    return path
 
 
 class _Inputs:
+    """The stage files an explanation run reads. A file that is named (or implied by an index
+    folder) must exist, and one the configured levels need must be named: a missing input
+    is an error, never a run that quietly explains less."""
+
     def __init__(self, chunks: str | Path | None, entities: str | Path | None,
-                 structure: str | Path | None):
+                 structure: str | Path | None, levels: set[str] = frozenset()):
         base = Path(chunks) if chunks and Path(chunks).is_dir() else None  # an index dir
-        chunks = base / "chunks.jsonl" if base else Path(chunks) if chunks else None
+        chunks = base / CHUNKS if base else Path(chunks) if chunks else None
         if chunks is None or not chunks.is_file():
             raise UserError(f"chunks file not found: {chunks}")
         self.chunks: list[Chunk] = read_jsonl(chunks, Chunk)
-        entities = Path(entities) if entities else base / "entities.jsonl" if base else None
+        entities = Path(entities) if entities else base / ENTITIES if base else None
+        entities = _input(entities, "entities", "--entities",
+                          "the entity levels" if levels else "")
         self.entities: list[Entity] = read_jsonl(entities, Entity) if entities else []
-        structure = Path(structure) if structure else \
-            base / "project_structure.json" if base else None
+        structure = Path(structure) if structure else base / STRUCTURE if base else None
+        structure = _input(structure, "structure", "--structure",
+                           "call chains" if "call_chain" in levels else "")
         self.callers: dict[str, list[str]] = {}
         self.callees: dict[str, list[str]] = {}
-        if structure and structure.is_file():
-            graph = ProjectStructure.model_validate_json(structure.read_text(encoding="utf-8"))
+        if structure is not None:
+            graph = read_model(structure, ProjectStructure)
             for e in graph.edges:
-                if e.type == "call" and e.source.startswith("sym:") and \
-                        e.target.startswith("sym:"):
-                    src, dst = e.source[4:], e.target[4:]
+                src, dst = node_chunk(e.source), node_chunk(e.target)
+                if e.type == "call" and src and dst:
                     self.callees.setdefault(src, []).append(dst)
                     self.callers.setdefault(dst, []).append(src)
         self.by_id = {c.id: c for c in self.chunks}
@@ -380,7 +374,8 @@ def _entities(run: _Run, inputs: _Inputs, chunk_done: dict[str, Explanation]
         for ent in by_level.get("module", []):
             prefix = "" if ent.path in ("", ".") else ent.path.rstrip("/") + "/"
             children, keys = run.children(
-                [(fid, fid[5:]) for fid, _ in files if fid[5:].startswith(prefix)], file_done)
+                [(fid, node_path(fid)) for fid, _ in files
+                 if (node_path(fid) or "").startswith(prefix)], file_done)
             jobs.append(_Job(target_id=ent.id, mode="module_level",
                              key=run.key("module_level", _sha(ent.id, keys)),
                              values={"path": ent.path or ".", "children": children},
@@ -390,8 +385,7 @@ def _entities(run: _Run, inputs: _Inputs, chunk_done: dict[str, Explanation]
     if "call_chain" in levels:
         jobs = []
         for ent in by_level.get("call_chain", []):
-            root_id = ent.id.split(":", 1)[1]
-            root_id = root_id[4:] if root_id.startswith("sym:") else root_id
+            root_id = chain_root(ent.id)
             root = inputs.by_id.get(root_id)
             if root is None:
                 continue
@@ -457,9 +451,10 @@ def explain_stage(chunks: str | Path, entities: str | Path | None,
     t0, out = time.perf_counter(), Path(out_jsonl)
     report = ExplainReport(shard=shard, of=of)
     if generator is None and settings.generation.explanations.backend == "none":
-        write_jsonl_atomic(out, [])
+        write_jsonl(out, [])
         return report
-    inputs = _Inputs(chunks, entities, structure)
+    levels = set(settings.generation.explain.levels) if of == 1 else set()
+    inputs = _Inputs(chunks, entities, structure, levels)
     run = _Run(settings, generator, _cache_files(cache, out), report, progress)
     try:
         mine = [c for c in explainable(inputs.chunks, run.opts) if shard_of(c.id, of) == shard]
@@ -469,7 +464,7 @@ def explain_stage(chunks: str | Path, entities: str | Path | None,
             rows += _entities(run, inputs, chunk_done)
     finally:
         run.close()
-    write_jsonl_atomic(out, rows)
+    write_jsonl(out, rows)
     report.seconds = round(time.perf_counter() - t0, 3)
     return report
 
@@ -488,14 +483,14 @@ def merge_explanations(shard_files: list[str | Path], out_jsonl: str | Path, set
     t0, out = time.perf_counter(), Path(out_jsonl)
     report = ExplainReport()
     if generator is None and settings.generation.explanations.backend == "none":
-        write_jsonl_atomic(out, [])
+        write_jsonl(out, [])
         return report
     missing = [str(f) for f in shard_files if not Path(f).is_file()]
     if missing:
         raise UserError(f"shard explanation file not found: {missing[0]}")
     if chunks is None:
         raise UserError("merging explanations needs the chunks file (--chunks)")
-    inputs = _Inputs(chunks, entities, structure)
+    inputs = _Inputs(chunks, entities, structure, set(settings.generation.explain.levels))
     run = _Run(settings, generator, _cache_files(cache, out), report, progress)
     expected = {j.target_id: j.key for j in run.chunk_jobs(explainable(inputs.chunks, run.opts))}
     chunk_done: dict[str, Explanation] = {}
@@ -509,7 +504,7 @@ def merge_explanations(shard_files: list[str | Path], out_jsonl: str | Path, set
         rows += _entities(run, inputs, chunk_done)
     finally:
         run.close()
-    write_jsonl_atomic(out, rows)
+    write_jsonl(out, rows)
     report.seconds = round(time.perf_counter() - t0, 3)
     return report
 

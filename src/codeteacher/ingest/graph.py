@@ -11,23 +11,12 @@ from collections import defaultdict
 from pathlib import PurePosixPath
 
 from ..contracts.models import Chunk, Edge, FileRecord, GraphNode, ProjectStructure
+from ..index.layout import file_node, module_node, sym_node
 
 SYMBOL_KINDS = {"function", "method", "constructor", "destructor", "operator", "class", "struct",
                 "union", "enum", "declaration"}
 CALLABLE = {"function", "method", "constructor", "destructor", "operator"}
 TYPE_KINDS = {"class", "struct", "union", "enum"}
-
-
-def file_node(path: str) -> str:
-    return f"file:{path}"
-
-
-def module_node(path: str) -> str:
-    return f"module:{path}"
-
-
-def sym_node(chunk_id: str) -> str:
-    return f"sym:{chunk_id}"
 
 
 def module_of(path: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..contracts.errors import UserError
+from ..contracts.errors import UserError, describe
 from ..contracts.jsonio import (
     read_json,
     read_jsonl,
@@ -54,6 +54,7 @@ from ..index.layout import (  # noqa: F401
     VECTORS,
     embed_text,
     lexical_text,
+    vector_key,
 )
 from ..index.lexical import FileLexicalIndex, LexicalIndex, tokenize
 from .collect import collect, read_text
@@ -65,6 +66,8 @@ class FileFacts(BaseModel):
     includes: list[str] = Field(default_factory=list)
     leading_comment: str = ""
     parse_errors: int = 0
+    failures: int = 0  # constructs the parser failed on (ParsedFile.failures)
+    failure: str = ""
     sha256: str = ""
 
 
@@ -82,10 +85,20 @@ def stage_collect(repo: Path, out: Path, settings: Settings, include=None, exclu
 # ---- parse --------------------------------------------------------------------------------
 
 def parse_file(root: str, rec, settings: Settings) -> ParsedFile:
+    """One file's chunks. A parser bug must not stop a whole build, so an exception from a
+    parser is caught here and the file comes back with no chunks and the failure recorded;
+    the build report lists it (BuildReport.partial_files)."""
+    text = read_text(root, rec.path)
+    try:
+        return _parse_text(rec, text, settings)
+    except Exception as exc:  # noqa: BLE001 - reported per file, never silent
+        return ParsedFile(path=rec.path, chunks=[], failures=1, failure=describe(exc))
+
+
+def _parse_text(rec, text: str, settings: Settings) -> ParsedFile:
     from .parse.cpp import parse_cpp
     from .parse.text import chunk_build, chunk_doc
 
-    text = read_text(root, rec.path)
     common = dict(scope=rec.scope, file_sha=rec.sha256, settings=settings.chunking)
     if rec.category == "code":
         return parse_cpp(rec.path, text, language=rec.language, **common)
@@ -120,7 +133,9 @@ def _load_parse_cache(cache: Path | None, signature: str):
 
 
 def stage_parse(files_json: Path, out: Path, settings: Settings, cache: Path | None = None,
-                progress: bool = False) -> dict[str, int]:
+                progress: bool = False) -> dict:
+    """Chunks of every file (reused per file hash from `cache`). Returns counts, and under
+    "partial" the files whose parse lost something (path -> what, see partial_files)."""
     report = read_model(files_json, CollectReport)
     signature = _parse_signature(settings)
     cached_chunks, cached_facts = _load_parse_cache(cache, signature)
@@ -139,7 +154,9 @@ def stage_parse(files_json: Path, out: Path, settings: Settings, cache: Path | N
                 chunks.extend(parsed.chunks)
                 facts[rec.path] = FileFacts(includes=parsed.includes,
                                             leading_comment=parsed.leading_comment,
-                                            parse_errors=parsed.parse_errors, sha256=rec.sha256)
+                                            parse_errors=parsed.parse_errors,
+                                            failures=parsed.failures, failure=parsed.failure,
+                                            sha256=rec.sha256)
                 stats["parsed"] += 1
                 stats["parse_errors"] += parsed.parse_errors
             advance()
@@ -147,11 +164,22 @@ def stage_parse(files_json: Path, out: Path, settings: Settings, cache: Path | N
     write_json(out.parent / FACTS, {"signature": signature,
                                     "files": {p: f.model_dump() for p, f in facts.items()}})
     stats["chunks"] = len(chunks)
+    stats["partial"] = partial_files(facts)
     return stats
 
 
+def partial_files(facts: dict[str, FileFacts]) -> dict[str, str]:
+    """Files the parser failed on in part: path -> 'N construct(s) lost; first: <failure>'."""
+    return {p: f"{f.failures} construct(s) lost; first: {f.failure}"
+            for p, f in sorted(facts.items()) if f.failures}
+
+
 def _facts(chunks_path: Path) -> dict[str, FileFacts]:
-    raw = read_json(chunks_path.parent / FACTS)
+    return read_facts(chunks_path.parent / FACTS)
+
+
+def read_facts(path: Path) -> dict[str, FileFacts]:
+    raw = read_json(path)
     return {p: FileFacts.model_validate(f) for p, f in raw["files"].items()}
 
 
@@ -196,21 +224,22 @@ def _records(chunks: list[Chunk], entities: list[Entity], explanations: list[Exp
 def stage_embed(chunks_path: Path, entities_path: Path, out_dir: Path, settings: Settings,
                 explanations_path: Path | None = None, cache: Path | None = None,
                 files_json: Path | None = None, progress: bool = False) -> dict[str, int]:
+    """Records (chunks + entities, with their explanations) and their vectors into out_dir.
+    A named input must exist (read_jsonl/read_model raise); only the default files.json beside
+    the chunks may be absent (then entities count as scope "other")."""
     chunks = read_jsonl(chunks_path, Chunk)
     entities = read_jsonl(entities_path, Entity)
-    explanations = (read_jsonl(explanations_path, Explanation)
-                    if explanations_path and Path(explanations_path).is_file() else [])
-    files_json = files_json or chunks_path.parent / FILES
+    explanations = read_jsonl(explanations_path, Explanation) if explanations_path else []
+    if files_json is None and (chunks_path.parent / FILES).is_file():
+        files_json = chunks_path.parent / FILES
     scopes = {f.path: f.scope for f in read_model(files_json, CollectReport).files} \
-        if Path(files_json).is_file() else {}
+        if files_json is not None else {}
     records = _records(chunks, entities, explanations, scopes)
     es = settings.embedding
     model_key = embed_model_id(es)
     skip = set(es.skip_kinds)
     texts = [embed_text(r, es.max_code_chars) for r in records]
-    keys = ["" if r.kind in skip else
-            hashlib.sha1(f"{model_key}\0{t}".encode("utf-8", "replace")).hexdigest()
-            for r, t in zip(records, texts)]
+    keys = ["" if r.kind in skip else vector_key(model_key, t) for r, t in zip(records, texts)]
     old: dict[str, np.ndarray] = {}
     if cache and (cache / VECTOR_KEYS).is_file() and (cache / VECTORS).is_file():
         try:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..contracts.errors import UserError
+from ..contracts.jsonio import write_text
 from .formats import load_file, to_bibtex
-from .library import ImportReport, Library, atomic_write_text, to_jsonl
+from .library import ImportReport, Library, to_jsonl
 
 
 def _settings(settings):
@@ -27,8 +28,10 @@ def open_library(library=None, settings=None, create: bool = False) -> Library:
     return Library.open(library_path(library, s), create=create, snapshot=s.papers.snapshot)
 
 
-def import_files(files: list[str | Path], library=None, settings=None) -> ImportReport:
-    """Parse every file first, then add all records in ONE transaction (all or nothing)."""
+def import_files(files: list[str | Path], library=None, settings=None,
+                 progress: bool = False) -> ImportReport:
+    """Parse every file first, then add all records in ONE transaction (all or nothing); then
+    (papers.embed_on_import) embed and store the vectors of new and changed records only."""
     if not files:
         raise UserError("give at least one file to import")
     records, problems = [], []
@@ -36,8 +39,13 @@ def import_files(files: list[str | Path], library=None, settings=None) -> Import
         recs, probs = load_file(f)
         records += recs
         problems += probs
-    with open_library(library, settings, create=True) as lib:
+    s = _settings(settings)
+    with open_library(library, s, create=True) as lib:
         report = lib.add(records)
+        if s.papers.embed_on_import and (report.added or report.merged):
+            from .linking import prepare
+
+            report.embedded = prepare(lib, s, progress=progress)[2]
     report.problems = problems + report.problems
     return report
 
@@ -68,7 +76,8 @@ def link_papers_to_code(index_dir: str | Path, target: str, library=None, k: int
 
     links = link_target(index_dir, target, library, k=k, settings=_settings(settings))
     return [{"key": l.key, "title": l.title, "year": l.year, "doi": l.doi, "url": l.url,
-             "score": l.score, "reasons": l.reasons, "attached_to": l.attached_to}
+             "score": l.score, "signal": l.signal, "reasons": l.reasons,
+             "attached_to": l.attached_to}
             for l in links]
 
 
@@ -83,5 +92,5 @@ def export_library(fmt: str, out: str | Path | None = None, library=None, settin
     else:
         raise UserError(f"unknown export format '{fmt}' (jsonl or bibtex)")
     if out:
-        atomic_write_text(Path(out), text)
+        write_text(Path(out), text)
     return text

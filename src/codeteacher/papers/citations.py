@@ -203,21 +203,42 @@ def title_words(title: str) -> set[str]:
 
 
 class RecordIndex:
-    """In-memory lookups over library records for resolution and linking."""
+    """Lookups over library records for resolution and linking. Built from records, or from a
+    prepared `LibraryState` plus `lookup(key)`, which fetches a record only when one is needed
+    (a large library is never read whole to resolve a few citations)."""
 
-    def __init__(self, records: Iterable[PaperRecord]):
-        self.records: dict[str, PaperRecord] = {}
+    def __init__(self, records: Iterable[PaperRecord] = (), *, state=None, lookup=None):
+        self._records: dict[str, PaperRecord] = {}
+        self._lookup = lookup
         self.by_id: dict[str, str] = {}
         self.by_author_year: dict[tuple[str, int], list[str]] = defaultdict(list)
         self.by_url: dict[str, str] = {}
+        self.by_title: dict[str, list[str]] = defaultdict(list)
+        if state is not None:
+            self.by_id = state.ids
+            for k, keys in state.author_year.items():
+                name, year = k.rsplit("|", 1)
+                self.by_author_year[(name, int(year))] = keys
+            self.by_url = state.urls
+            self.by_title.update(state.titles)
         for r in records:
-            self.records[r.key] = r
+            self._records[r.key] = r
             for ident in r.id_keys():
                 self.by_id.setdefault(ident, r.key)
             if r.authors and r.year:
                 self.by_author_year[(identity.surname(r.authors[0]), r.year)].append(r.key)
             if u := identity.normalize_url(r.url):
                 self.by_url.setdefault(u, r.key)
+            if nt := identity.normalize_title(r.title):
+                self.by_title[nt].append(r.key)
+
+    def record(self, key: str) -> PaperRecord:
+        rec = self._records.get(key)
+        if rec is None and self._lookup is not None:
+            rec = self._records[key] = self._lookup(key)
+        if rec is None:
+            raise KeyError(key)
+        return rec
 
     def by_identifier(self, scheme: str, value: str) -> str | None:
         return self.by_id.get(f"{scheme}:{value}")
@@ -226,9 +247,9 @@ class RecordIndex:
         for ident in sorted(rec.id_keys()):
             if ident in self.by_id:
                 return self.by_id[ident]
-        for r in self.records.values():
-            if is_same_work(rec, r):
-                return r.key
+        for key in self.by_title.get(identity.normalize_title(rec.title), []):
+            if is_same_work(rec, self.record(key)):
+                return key
         return None
 
 
@@ -263,13 +284,13 @@ def resolve(citations: list[Citation], index: RecordIndex,
 def _resolve_author_year(c: Citation, index: RecordIndex, text: str) -> tuple[str | None, str]:
     cands = list(index.by_author_year.get((c.surnames[0], c.year), []))
     if len(c.surnames) > 1 and len(cands) > 1:
-        second = [k for k in cands if len(index.records[k].authors) > 1
-                  and identity.surname(index.records[k].authors[1]) == c.surnames[1]]
+        second = [k for k in cands if len(index.record(k).authors) > 1
+                  and identity.surname(index.record(k).authors[1]) == c.surnames[1]]
         cands = second or cands
     if len(cands) <= 1:
         return (cands[0] if cands else None), "author-year"
     words = set(re.findall(r"[a-z0-9]+", identity.fold(text)))
-    scored = sorted(((len(title_words(index.records[k].title) & words), k) for k in cands),
+    scored = sorted(((len(title_words(index.record(k).title) & words), k) for k in cands),
                     reverse=True)
     if scored[0][0] > scored[1][0]:
         return scored[0][1], "author-year + title words"

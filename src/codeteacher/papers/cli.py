@@ -30,7 +30,7 @@ def _print_json(data) -> None:
 
 def cmd_import(args) -> int:
     s = _settings(args)
-    report = api.import_files(args.files, args.library, s)
+    report = api.import_files(args.files, args.library, s, progress=not args.json)
     for p in report.problems:
         print(f"warning: {p}", file=sys.stderr)
     path = api.library_path(args.library, s)
@@ -38,7 +38,8 @@ def cmd_import(args) -> int:
         _print_json({**report.as_dict(), "library": str(path)})
     else:
         print(f"{path}: {len(report.added)} added, {len(report.merged)} merged, "
-              f"{len(report.unchanged)} unchanged, {len(report.problems)} problems")
+              f"{len(report.unchanged)} unchanged, {len(report.problems)} problems, "
+              f"{report.embedded} embedded")
     return 0
 
 
@@ -89,18 +90,18 @@ def cmd_link(args) -> int:
     links = api.link_papers_to_code(args.index, args.target, args.library, args.k,
                                     _settings(args))
     if args.json:
-        _print_json([{k: l[k] for k in ("key", "title", "year", "doi", "score", "reasons")}
-                     for l in links])
+        _print_json([{k: l[k] for k in ("key", "title", "year", "doi", "score", "signal",
+                                        "reasons")} for l in links])
         return 0
     if not links:
         print(f"no papers linked to {args.target}")
         return 0
     from rich.table import Table
 
-    t = Table("score", "key", "year", "title", "why")
+    t = Table("score", "key", "year", "title", "linked by", "why")
     t.columns[1].no_wrap = True
     for l in links:
-        t.add_row(f"{l['score']:.2f}", l["key"], str(l["year"] or ""), l["title"],
+        t.add_row(f"{l['score']:.2f}", l["key"], str(l["year"] or ""), l["title"], l["signal"],
                   "\n".join(l["reasons"]))
     _console().print(t)
     return 0
@@ -117,7 +118,8 @@ def cmd_build(args) -> int:
     from .linking import build_paper_links
 
     s = _settings(args)
-    report = build_paper_links(args.index, api.library_path(args.library, s), s)
+    report = build_paper_links(args.index, api.library_path(args.library, s), s,
+                               progress=not args.json)
     if args.json:
         _print_json(report.model_dump())
         return 0

@@ -8,21 +8,21 @@ written, and every change happens inside one transaction.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..contracts.errors import UserError
+from ..contracts.jsonio import atomic_path, write_text
 from . import identity
 from .model import PaperRecord, is_same_work, merge_records
+from .state import bump_generation
 
 FORMAT = "codeteacher-papers"
 SCHEMA_VERSION = 1
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_TABLES = {"meta", "papers", "ids", "aliases", "papers_fts"}
+_TABLES = {"meta", "papers", "ids", "aliases", "papers_fts"}  # paper_vectors: see vectors.py
 _SCHEMA = """
 CREATE TABLE meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE papers(key TEXT PRIMARY KEY, ntitle TEXT NOT NULL, year INTEGER, data TEXT NOT NULL);
@@ -45,27 +45,16 @@ class ImportReport:
     merged: list[tuple[str, str]] = field(default_factory=list)  # (incoming key, into key)
     unchanged: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # "file:line: message"
+    embedded: int = 0  # records whose vectors were computed by this import
 
     def as_dict(self) -> dict:
         return {"added": len(self.added), "merged": len(self.merged),
-                "unchanged": len(self.unchanged), "problems": self.problems}
+                "unchanged": len(self.unchanged), "embedded": self.embedded,
+                "problems": self.problems}
 
 
 def snapshot_path(path: Path) -> Path:
     return path.with_suffix(".jsonl")
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write next to the target and rename over it, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def fts_query(text: str, max_terms: int = 32) -> str:
@@ -105,20 +94,13 @@ class Library:
     @staticmethod
     def _create(path: Path) -> None:
         """Build the empty schema in a temp file and rename it into place (never half a file)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        try:
+        with atomic_path(path) as tmp:
             conn = sqlite3.connect(tmp)
             with conn:
                 conn.executescript(_SCHEMA)
                 conn.executemany("INSERT INTO meta VALUES (?, ?)",
                                  [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))])
             conn.close()
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
     @staticmethod
     def _check_file(path: Path) -> None:
@@ -238,6 +220,8 @@ class Library:
                     report.merged.append((rec.key, existing.key))
                 else:
                     report.unchanged.append(existing.key)
+            if report.added or report.merged:
+                bump_generation(self.conn)  # derived data (vectors, link state) is now stale
         if report.added or report.merged:
             self.write_snapshot()
         return report
@@ -281,7 +265,7 @@ class Library:
         if path is None and not self.snapshot:
             return None
         target = path or snapshot_path(self.path)
-        atomic_write_text(target, to_jsonl(self.all()))
+        write_text(target, to_jsonl(self.all()))
         return target
 
 

@@ -57,10 +57,11 @@ class PaperRecord(BaseModel):
         return None
 
     def to_link(self, score: float = 0.0, reasons: list[str] | None = None,
-                attached_to: list[str] | None = None) -> PaperLink:
+                attached_to: list[str] | None = None, signal: str = "") -> PaperLink:
         return PaperLink(key=self.key, title=self.title, year=self.year, doi=self.doi,
                          url=self.link_url(), score=round(float(score), 4),
-                         reasons=list(reasons or []), attached_to=list(attached_to or []))
+                         reasons=list(reasons or []), attached_to=list(attached_to or []),
+                         signal=signal)
 
     def summary(self) -> dict:
         first = self.authors[0] if self.authors else ""

@@ -12,7 +12,6 @@ import json
 import re
 import time
 import xml.etree.ElementTree as ET
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Callable
 from urllib.parse import quote
@@ -20,10 +19,12 @@ from urllib.parse import quote
 from pydantic import BaseModel, Field
 
 from ..contracts.errors import UserError
+from ..contracts.http import RetriesExhausted, send_with_retries
+from ..contracts.jsonio import write_text
 from ..contracts.settings.papers import PaperOnlineSettings
 from . import identity
 from .formats import record_from_csl
-from .library import Library, atomic_write_text
+from .library import Library
 from .model import PaperRecord, merge_records
 
 
@@ -64,8 +65,6 @@ class _Http:
         return Path(self.s.cache_dir) / self.name / f"{key[:32]}.json"
 
     def get(self, path: str, params: dict | None = None) -> str:
-        import httpx
-
         params = {k: v for k, v in (params or {}).items() if v not in (None, "")}
         url = f"{self.base}{path}"
         cache = self._cache_file(url, params)
@@ -74,45 +73,29 @@ class _Http:
                 return json.loads(cache.read_text(encoding="utf-8"))["body"]
             except (json.JSONDecodeError, KeyError, OSError):
                 pass  # a damaged cache entry is refetched
-        last = ""
-        for attempt in range(self.s.max_retries + 1):
+        def space() -> None:  # polite spacing before every attempt
             wait = self.s.min_interval_s - (time.monotonic() - self._last)
             if wait > 0:
                 self.sleep(wait)
             self._last = time.monotonic()
             self.requests += 1
-            try:
-                resp = self.client.get(url, params=params)
-            except httpx.HTTPError as exc:
-                last = f"connection failed ({type(exc).__name__}: {exc})"
-                delay = self._backoff(attempt, None)
-            else:
-                if resp.status_code == 200:
-                    if cache:
-                        atomic_write_text(cache, json.dumps({"url": str(resp.url),
-                                                             "body": resp.text}))
-                    return resp.text
-                if resp.status_code == 404:
-                    raise OnlineError(self.name, f"not found ({url})")
-                if resp.status_code != 429 and resp.status_code < 500:
-                    raise OnlineError(self.name, f"HTTP {resp.status_code} for {url}")
-                last = f"HTTP {resp.status_code}"
-                delay = self._backoff(attempt, resp.headers.get("Retry-After"))
-            if attempt < self.s.max_retries:
-                self.sleep(delay)
-        raise OnlineError(self.name, f"{last} after {self.s.max_retries + 1} attempts ({url})")
 
-    def _backoff(self, attempt: int, retry_after: str | None) -> float:
-        delay = self.s.backoff_s * (2 ** attempt)
-        if retry_after:
-            try:
-                delay = float(retry_after)
-            except ValueError:
-                try:
-                    delay = parsedate_to_datetime(retry_after).timestamp() - time.time()
-                except (TypeError, ValueError):
-                    pass
-        return max(0.0, min(delay, self.s.max_backoff_s))
+        try:
+            resp = send_with_retries(lambda: self.client.get(url, params=params),
+                                     retries=self.s.max_retries, backoff_s=self.s.backoff_s,
+                                     max_backoff_s=self.s.max_backoff_s, sleep=self.sleep,
+                                     before=space)
+        except RetriesExhausted as exc:
+            last = f"HTTP {exc.response.status_code}" if exc.response is not None else \
+                f"connection failed ({type(exc.error).__name__}: {exc.error})"
+            raise OnlineError(self.name, f"{last} after {exc.attempts} attempts ({url})") from None
+        if resp.status_code == 200:
+            if cache:
+                write_text(cache, json.dumps({"url": str(resp.url), "body": resp.text}))
+            return resp.text
+        if resp.status_code == 404:
+            raise OnlineError(self.name, f"not found ({url})")
+        raise OnlineError(self.name, f"HTTP {resp.status_code} for {url}")
 
     def get_json(self, path: str, params: dict | None = None) -> dict:
         body = self.get(path, params)

@@ -1,4 +1,5 @@
-"""Generic concept extraction: identifier splitting, comment words, light stemming.
+"""Generic concept extraction: identifier parts, comment words, light stems (the splitter and
+the stemmer are the index's own, index/lexical.py, so code and papers meet on the same terms).
 
 Nothing here knows any domain: the stop lists are English function words and C/C++ language
 and generic programming vocabulary, which carry no information about which paper applies.
@@ -7,7 +8,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 
+from ..index.lexical import split_identifier, stem
 from . import identity
 
 _ENGLISH = """a about above after again against all also an and any are as at be because been
@@ -32,31 +35,15 @@ swap index idx num count number result results output input src dst lhs rhs left
 host device exec space spaces memory policy range loop loops functor""".split()
 STOP = frozenset(_ENGLISH) | frozenset(_CODE)
 
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
 _LINE_COMMENT = re.compile(r"//+!?<?(.*)$", re.M)
 _BLOCK_COMMENT = re.compile(r"/\*+!?<?(.*?)\*/", re.S)
 
 
-def stem(word: str) -> str:
-    """Light suffix stripping so 'gradients'/'gradient', 'solvers'/'solver' meet; deliberately
-    conservative (no Porter) so identifiers stay recognisable in reasons."""
-    w = word
-    if len(w) > 4 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 4 and w.endswith(("sses", "shes", "ches", "xes")):
-        return w[:-2]
-    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is", "ys")):
-        return w[:-1]
-    return w
-
-
-def split_identifier(name: str) -> list[str]:
-    """'readInputFile' -> ['read', 'input', 'file']; 'max_abs_value' -> ['max', 'abs', 'value']."""
-    out = []
-    for part in re.split(r"[_\W]+", name):
-        out += [p.lower() for p in _CAMEL.findall(part) if not p.isdigit()]
-    return out
+@lru_cache(maxsize=1 << 16)  # the same identifiers recur all over a codebase
+def _parts(name: str) -> tuple[str, ...]:
+    """Identifier parts (index/lexical's splitter), numbers dropped: they name no concept."""
+    return tuple(p for p in split_identifier(name) if not p.isdigit())
 
 
 def words(text: str) -> list[str]:
@@ -76,7 +63,7 @@ def code_words(code: str) -> list[str]:
     comments = " ".join(_LINE_COMMENT.findall(code) + _BLOCK_COMMENT.findall(code))
     out = words(comments)
     for ident in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", _BLOCK_COMMENT.sub(" ", _LINE_COMMENT.sub(" ", code))):
-        for p in split_identifier(ident):
+        for p in _parts(ident):
             if len(p) > 1 and p not in STOP:
                 out.append(stem(p))
     return out
@@ -88,10 +75,10 @@ def entity_terms(name: str, comment: str, explanation: str, code: str, prose: bo
     the comment states intent and the body repeats generic variable names. `context` is the
     qualified name and file path: a method inherits the vocabulary of its class and file."""
     c: Counter = Counter()
-    for w in split_identifier(name):
+    for w in _parts(name):
         if len(w) > 1 and w not in STOP:
             c[stem(w)] += 3
-    for w in split_identifier(context):
+    for w in _parts(context):
         if len(w) > 1 and w not in STOP:
             c[stem(w)] += 1
     for w in words(comment) + words(explanation):

@@ -1,6 +1,6 @@
-"""Final-context filter: score how much each selected chunk tells a reader, drop a weak chunk
-only when a stronger chunk from the same place already carries its content, and fit what
-remains to the answer model's token budget.
+"""Final-context filter: score how much each selected chunk tells a reader, and drop a weak
+chunk only when a stronger chunk from the same place already carries its content. (The answer
+model's token budget is fitted where the prompt is built: answer/llm.build_context.)
 """
 from __future__ import annotations
 
@@ -67,22 +67,3 @@ def filter_context(chunks: list[Chunk], settings: ContextFilterSettings, trivial
                 continue
         kept.append(i)
     return kept, dropped
-
-
-def context_cost(c: Chunk, settings: ContextFilterSettings) -> int:
-    body = len(c.explanation) + len(c.comment) + min(len(c.text), settings.max_chunk_chars)
-    return int((body + 80) / settings.chars_per_token)
-
-
-def fit_budget(chunks: list[Chunk], settings: ContextFilterSettings,
-               budget: int | None = None) -> int:
-    """How many of `chunks` (in order) fit the token budget; always at least one."""
-    budget = budget or settings.token_budget
-    used, n = 0, 0
-    for c in chunks:
-        cost = context_cost(c, settings)
-        if n and used + cost > budget:
-            break
-        used += cost
-        n += 1
-    return n

@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 import numpy as np
 
 from ..contracts.settings.retrieval import ExpansionSettings
+from ..index.layout import chain_root, file_node, node_chunk, node_path, sym_node
 from ..index.store import IndexStore
 from .query import CODE_EXT
 
@@ -29,8 +30,8 @@ def _best_by_similarity(store: IndexStore, ids: list[int], qvec: np.ndarray, n: 
 def _included(store: IndexStore, path: str, qvec: np.ndarray, n: int) -> list[int]:
     """File entities of the files `path` includes, most relevant to the question first (the
     first include is usually a configuration header that says nothing)."""
-    ids = [store.file_record_index(d[5:]) for t, d in store.edges_out.get(f"file:{path}", [])
-           if t == "include"]
+    ids = [store.file_record_index(node_path(d))
+           for t, d in store.edges_out.get(file_node(path), []) if t == "include"]
     return _best_by_similarity(store, [i for i in ids if i is not None], qvec, n)
 
 
@@ -67,9 +68,7 @@ def _build_mentions(store: IndexStore) -> dict[str, list[int]]:
 def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profile_name: str,
            settings: ExpansionSettings, make_candidate) -> list[tuple[int, str, str]]:
     """Add neighbours to `cands` (idx -> Candidate); returns (idx, relation, seed id) added."""
-    prof = settings.profiles.get(profile_name) or settings.profiles.get("balanced")
-    if prof is None:
-        return []
+    prof = settings.profiles[profile_name]  # Settings validates every routed profile name
     added: list[tuple[int, str, str]] = []
     records = store.records
 
@@ -101,7 +100,8 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         return True
 
     def sym_index(node: str) -> int | None:
-        return store.by_id.get(node[4:]) if node.startswith("sym:") else None
+        chunk_id = node_chunk(node)
+        return store.by_id.get(chunk_id) if chunk_id else None
 
     shown = {records[c.idx].path for c in ranked[: settings.seeds]}
 
@@ -113,7 +113,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
 
     for seed in ranked[: settings.seeds]:
         r = records[seed.idx]
-        node = f"sym:{r.id}"
+        node = sym_node(r.id)
         # Other files first: the twin that declares or defines, the build file naming it.
         for p in [t for t in _twins(store, r.path) if t not in shown][: prof.twin]:
             if add(best_in(p), "declaration/definition twin", seed, "other_file"):
@@ -145,7 +145,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
                 add(i, "file in module", seed, "expansion")
             continue
         if r.kind == "call_chain":
-            node = f"sym:{r.id[len('chain:'):]}"
+            node = sym_node(chain_root(r.id))
         calls = [sym_index(d) for t, d in store.edges_out.get(node, []) if t == "call"]
         calls += [sym_index(s) for t, s in store.edges_in.get(node, []) if t == "call"]
         calls = [i for i in dict.fromkeys(calls) if i is not None]
@@ -153,7 +153,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
             add(i, "call neighbour", seed, "expansion")
         if prof.owner:
             owners = [sym_index(s) for t, s in store.edges_in.get(node, []) if t == "owns"
-                      and s.startswith("sym:")]
+                      and node_chunk(s)]
             for i in owners[: prof.owner]:
                 add(i, "owning class", seed, "expansion")
         if prof.include and r.kind not in ("declaration",) and not r.is_declaration:

@@ -14,7 +14,14 @@ from ..index.lexical import STOP, acronyms, tokenize
 from ..index.store import IndexStore
 from .literal import literals
 
-_FILEISH = re.compile(r"[\w][\w./+-]*\.[A-Za-z][A-Za-z0-9]{0,5}\b")
+# File names in a question: a run of path characters that starts with a word character and
+# ends in ".ext". One regex for that ([\w][\w./+-]*\.[A-Za-z]...\b) backtracks over every
+# start of a long run, quadratic in its length (a 40k-character token took 15 s and, holding
+# the GIL, froze a whole server), so it is done in two linear passes: the runs, then the last
+# extension inside each run.
+_PATH_RUN = re.compile(r"[\w./+-]+")
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}\b")
+_WORD_CHAR = re.compile(r"\w")
 _IDENT = re.compile(r"`([^`]+)`|([A-Za-z_~][A-Za-z0-9_]*(?:::[A-Za-z_~][A-Za-z0-9_]*)*)(\s*\()?")
 CODE_EXT = (".h", ".hh", ".hpp", ".hxx", ".cpp", ".cc", ".cxx", ".c", ".cu", ".cuh", ".tpp",
              ".inl", ".ipp", ".tcc")
@@ -25,13 +32,28 @@ class QueryAnalysis(BaseModel):
     tokens: list[str]
     files: list[str] = Field(default_factory=list)  # repository paths named (with siblings)
     named_files: list[str] = Field(default_factory=list)  # the ones literally named
-    stem_files: list[str] = Field(default_factory=list)  # named by stem ("mpiP" -> mpiP.py)
+    stem_files: list[str] = Field(default_factory=list)  # named by stem ("runBench")
     symbols: dict[str, float] = Field(default_factory=dict)  # symbol -> confidence (0..1]
     modules: list[str] = Field(default_factory=list)
     literals: list[str] = Field(default_factory=list)  # identifier-shaped words, as written
     intent: str = ""  # set by routing
     profile: str = ""  # expansion profile chosen by the intent
     wanted: list[str] = Field(default_factory=list)  # requested entity types
+
+
+def file_names(text: str) -> list[str]:
+    """File-name-like words of `text` ("src/foo.cpp", "CMakeLists.txt"), in linear time."""
+    out = []
+    for run in _PATH_RUN.finditer(text):
+        first = _WORD_CHAR.search(run.group(0))
+        if first is None:
+            continue
+        end = -1
+        for m in _EXTENSION.finditer(run.group(0), first.start() + 1):
+            end = m.end()
+        if end > 0:
+            out.append(run.group(0)[first.start():end])
+    return out
 
 
 def _strong_identifier(word: str, backticked: bool, called: bool) -> bool:
@@ -61,8 +83,8 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
     qa = QueryAnalysis(question=question, tokens=tokens, literals=[
         w for w in literals(question) if w.lower() not in project_names])
     files: list[str] = []
-    for m in _FILEISH.finditer(question):
-        word = m.group(0).strip("./")
+    for word in file_names(question):
+        word = word.strip("./")
         hits = [p for p in store.manifest.files if p == word or p.endswith("/" + word)]
         if not hits:
             base = PurePosixPath(word).name
@@ -76,8 +98,8 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
             for h in store.by_basename.get(word, []):
                 if h not in qa.named_files:
                     qa.named_files.append(h)
-    # An identifier-shaped word equal to a file's stem ("mpiP" -> scripts/mpiP.py) names that
-    # file too, less surely than "mpiP.py" would.
+    # An identifier-shaped word equal to a file's stem ("runBench" -> tools/runBench.py) names
+    # that file too, less surely than "runBench.py" would.
     for m in re.finditer(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b", question):
         word = m.group(0)
         if _strong_identifier(word, False, False):

@@ -83,7 +83,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
     parts = _name_parts(_owner_and_name(c))
     matched = parts & qset
     if matched:
-        # Rare words count more than common ones: "conjugate" says more than "solver".
+        # Rare words count more than common ones: "tridiagonal" says more than "solver".
         m = sum(idf(p) for p in matched)
         precision = m / sum(idf(p) for p in parts)
         coverage = min(1.0, m / q_mass)

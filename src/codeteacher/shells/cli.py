@@ -21,8 +21,17 @@ def _console(stderr: bool = False):
 
 def _settings(args):
     from ..contracts.settings import load_settings
+    from ..contracts.settings.sources import require_opt_in
 
-    return load_settings(getattr(args, "settings", None))
+    settings = load_settings(getattr(args, "settings", None))
+    if hasattr(args, "allow_remote"):  # commands that may run a model: code must not leave
+        require_opt_in(settings, args.allow_remote, source=settings.source)  # unasked
+    return settings
+
+
+def _add_allow_remote(p) -> None:
+    p.add_argument("--allow-remote", action="store_true", help="allow settings that send code "
+                   "or secrets to another host (a non-loopback base_url, online paper sources)")
 
 
 # ---- index / demo ------------------------------------------------------------------------------
@@ -35,6 +44,7 @@ def _render_build(report) -> None:
         con.print(f"index '{report.name}' → {report.out}: up to date ({report.files} files "
                   f"unchanged, {report.reused_vectors} records kept; "
                   f"{sum(report.stage_seconds.values()):.2f} s)")
+        _render_partial(con, report)
         return
     t = Table(title=f"index '{report.name}' → {report.out}", show_lines=False)
     t.add_column("what")
@@ -43,6 +53,8 @@ def _render_build(report) -> None:
     for reason, n in sorted(report.skipped.items()):
         t.add_row(f"  skipped: {reason}", str(n))
     t.add_row("files parsed / reused", f"{report.parsed} / {report.reused_files}")
+    if report.partial_files:
+        t.add_row("files parsed in part", str(len(report.partial_files)))
     for kind, n in sorted(report.chunks_by_kind.items(), key=lambda kv: -kv[1]):
         t.add_row(f"chunks: {kind}", str(n))
     for typ, n in sorted(report.edges_by_type.items()):
@@ -57,6 +69,19 @@ def _render_build(report) -> None:
         t.add_row(f"seconds: {stage}", f"{sec:.2f}")
     t.add_row("seconds: total", f"{sum(report.stage_seconds.values()):.2f}")
     con.print(t)
+    _render_partial(con, report)
+
+
+def _render_partial(con, report, shown: int = 10) -> None:
+    """Files the parser failed on in part: never hidden in a successful build's table."""
+    if not report.partial_files:
+        return
+    con.print(f"warning: {len(report.partial_files)} file(s) parsed only in part "
+              "(their other chunks are indexed):", markup=False)
+    for path, what in list(report.partial_files.items())[:shown]:
+        con.print(f"  {path}: {what}", markup=False)
+    if len(report.partial_files) > shown:
+        con.print(f"  ... and {len(report.partial_files) - shown} more (--json lists all)")
 
 
 def cmd_index(args) -> int:
@@ -108,6 +133,10 @@ def cmd_demo(args) -> int:
     repo = DEMO_FILE.parent / demo["repo"]
     out = Path(args.out or Path("embeddings") / demo["name"])
     settings = _settings(args)
+    if demo.get("papers"):  # recorded in the index, so `serve` finds the demo's library
+        library = (out.parent / f"{demo['name']}-papers.sqlite").absolute()
+        settings = settings.model_copy(update={"papers": settings.papers.model_copy(
+            update={"library": str(library)})})
     report = build_index(repo, out=out, name=demo["name"], settings=settings, progress=True)
     _render_build(report)
     if demo.get("papers"):
@@ -115,7 +144,6 @@ def cmd_demo(args) -> int:
         from ..papers.api import import_files
         from ..papers.linking import build_paper_links
 
-        library = out.parent / f"{demo['name']}-papers.sqlite"
         import_files([str(DEMO_FILE.parent / demo["papers"])], library=str(library),
                      settings=settings)
         links = build_paper_links(out, library, settings)
@@ -123,24 +151,108 @@ def cmd_demo(args) -> int:
               f" papers ({links.citations_resolved}/{links.citations_found} citations resolved)")
     engine = Engine.load(out, settings)
     for q in demo["questions"][: args.questions]:
-        _print_answer(engine.ask(q))
+        _ask_and_print(engine, q, stream=sys.stdout.isatty())
     print(f"\nindex: {out}   try: ask \"...\" --index {out}")
     return 0
 
 
 # ---- ask -------------------------------------------------------------------------------------------
 
-def _print_answer(result, explain_trace=None) -> None:
+class _StreamWriter:
+    """Writes streamed answer text word-wrapped to the terminal width as it arrives."""
+
+    def __init__(self, width: int, start_col: int):
+        self.width, self.col, self.word, self.used = width, start_col, "", False
+
+    def __call__(self, text: str) -> None:
+        if not self.used:
+            sys.stdout.write("Answer:")
+            self.used = True
+        for ch in text:
+            if ch.isspace():
+                self._flush()
+                if ch == "\n":
+                    sys.stdout.write("\n")
+                    self.col = 0
+            else:
+                self.word += ch
+        sys.stdout.flush()
+
+    def _flush(self) -> None:
+        if not self.word:
+            return
+        if self.col and self.col + 1 + len(self.word) > self.width:
+            sys.stdout.write("\n")
+            self.col = 0
+        elif self.col:
+            sys.stdout.write(" ")
+            self.col += 1
+        sys.stdout.write(self.word)
+        self.col += len(self.word)
+        self.word = ""
+
+    def close(self) -> None:
+        self._flush()
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+
+
+def _answered_by(result) -> str:
+    if result.answer_source == "llm":
+        return f"answered by {result.model.split(':', 1)[-1]} ({result.backend})"
+    if result.answer_source == "fallback":
+        return f"answered from the index without a model: {result.answer_note}"
+    return "answered from the index (extractive; no answer model configured)"
+
+
+def _ask_and_print(engine, question: str, k=None, trace=None, verbose: bool = False,
+                   stream: bool = True):
+    """Ask and print; an LLM answer is shown word by word as the model writes it."""
     from rich.text import Text
 
     con = _console()
+    con.print(Text.assemble(("Q:", "bold"), " ", question))
+    writer = None
+    if stream:
+        writer = _StreamWriter(max(40, min(con.width or 80, 100)), len("Answer:"))
+    result = engine.ask(question, k=k, trace=trace, on_text=writer)
+    streamed = writer is not None and writer.used
+    if streamed:
+        writer.close()
+    # A streamed answer the engine then replaced (the model abstained) is printed again whole.
+    shown = streamed and result.answer_source == "llm"
+    _print_answer(result, trace, question=False, answer=not shown, verbose=verbose)
+    return result
+
+
+def _print_answer(result, explain_trace=None, question: bool = True, answer: bool = True,
+                  verbose: bool = False) -> None:
+    from rich.text import Text
+
+    con = _console()
+    # On a terminal, wrap at word boundaries (readable in 80 columns); piped output keeps one
+    # line per answer and per evidence item, for scripts.
+    soft = not sys.stdout.isatty()
     # Questions and answers quote code (`data[i]`, `[[nodiscard]]`): never read them as markup.
-    con.print(Text.assemble(("Q:", "bold"), " ", result.question))
-    con.print(Text.assemble(("Answer:", "bold"), " ", result.answer))
-    con.print("[bold]Evidence:[/bold]")
+    if question:
+        con.print(Text.assemble(("Q:", "bold"), " ", result.question))
+    if answer:
+        con.print(Text.assemble(("Answer:", "bold"), " ", result.answer), soft_wrap=soft)
+    con.print(Text(_answered_by(result), style="dim"))
+    if result.unsupported_names:
+        con.print(Text("note: names in the answer that the context does not hold: "
+                       + ", ".join(result.unsupported_names), style="yellow"))
+    if verbose:
+        t = result.timings_ms
+        first = f"first token {result.ttft_ms / 1000:.2f} s, " if result.ttft_ms else ""
+        conf = f", confidence {result.confidence:.2f}" if result.confidence is not None else ""
+        con.print(Text(f"{first}answer {t.get('answer', 0) / 1000:.2f} s, total "
+                       f"{t.get('total', 0) / 1000:.2f} s, tokens {result.tokens_in} in / "
+                       f"{result.tokens_out} out{conf}", style="dim"))
+    con.print(Text("Evidence:", style="bold"))
     for e in result.evidence:
-        con.print(f"- {e.path}:{e.start_line}-{e.end_line} — {e.symbol} — {e.description}",
-                  markup=False)
+        con.print(Text(f"- {e.path}:{e.start_line}-{e.end_line} — {e.symbol} — "
+                       f"{e.description}"), soft_wrap=soft)
     if result.papers:
         con.print("[bold]Papers:[/bold]")
         for p in result.papers:
@@ -165,42 +277,50 @@ def _default_index() -> str:
                     "`codeteacher index PATH`)")
 
 
-def _load_questions(path: str) -> list[dict]:
+def _process_age_ms() -> float | None:
+    """Milliseconds since this process started (interpreter start-up and imports included):
+    Linux's /proc, 10 ms resolution; None elsewhere."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"question file not found: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"question file {path} is not valid JSON: {exc}") from None
-    qs = data.get("questions") if isinstance(data, dict) else None
-    if not isinstance(qs, list) or not all(isinstance(q, dict) and isinstance(q.get("question"), str)
-                                           and q.get("id") is not None for q in qs):
-        raise UserError(f"question file {path} must look like "
-                        '{"questions": [{"id": ..., "question": "..."}]}')
-    return qs
+        with open("/proc/self/stat", encoding="ascii") as fh:
+            started = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        with open("/proc/uptime", encoding="ascii") as fh:
+            uptime = float(fh.read().split()[0])
+        return round((uptime - started / os.sysconf("SC_CLK_TCK")) * 1000, 1)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def cmd_ask(args) -> int:
     from ..api import Engine
     from ..retrieval.search import Trace
 
+    startup = _process_age_ms()  # before any work: interpreter start-up and imports
+
     if not args.question and not args.questions:
         raise UserError("give a QUESTION or --questions FILE")
-    questions = _load_questions(args.questions) if args.questions else None
+    questions = None
+    if args.questions:  # the one question-file reader, shared with `codeteacher eval`
+        from ..evaluation.io import QuestionFile
+
+        questions = QuestionFile.load(args.questions).questions
     engine = Engine.load(args.index or _default_index(), _settings(args))
     if questions is not None:
         for q in questions:
-            res = engine.ask(q["question"], k=args.k)
-            print(json.dumps({"id": q["id"], **res.to_json_dict()}, ensure_ascii=False))
+            res = engine.ask(q.question, k=args.k)
+            print(json.dumps({"id": q.id, **res.to_json_dict()}, ensure_ascii=False))
             sys.stdout.flush()
         return 0
     question = " ".join(args.question)
     trace = Trace() if args.explain else None
-    result = engine.ask(question, k=args.k, trace=trace)
     if args.json:
+        result = engine.ask(question, k=args.k, trace=trace)
+        if startup is not None:  # start-up (interpreter, imports) is part of what a user waits
+            result.timings_ms["startup"] = startup
+            result.timings_ms["process"] = _process_age_ms() or 0.0
         print(json.dumps(result.to_json_dict(), ensure_ascii=False, indent=1))
     else:
-        _print_answer(result, trace)
+        _ask_and_print(engine, question, args.k, trace, verbose=args.verbose,
+                       stream=sys.stdout.isatty() or args.verbose)
     return 0
 
 
@@ -213,7 +333,10 @@ def _add_ask_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions", help="batch mode: a question file "
                    '({"questions": [{"id", "question"}]}); prints JSON lines')
     p.add_argument("--explain", action="store_true", help="print the retrieval trace")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print time to first "
+                   "token, latency, tokens and confidence")
     p.add_argument("--settings", help="runtime_settings.json to use")
+    _add_allow_remote(p)
     p.set_defaults(func=cmd_ask)
 
 
@@ -276,10 +399,11 @@ def _stage_index(work: Path, out: Path, settings, name: str | None) -> None:
     import shutil
 
     from ..ingest import stages as st
-    from ..ingest.build import _check_output, swap_in
+    from ..ingest.build import _check_output, clean_stale_scratch, scratch_dir, swap_in
 
     _check_output(out)
-    tmp = out.parent / f".{out.name}.building-{os.getpid()}"
+    clean_stale_scratch(out)
+    tmp = scratch_dir(out)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
@@ -358,19 +482,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watch", type=float, metavar="SECONDS",
                    help="keep running: check the repository every SECONDS and update the index "
                         "when files change (models stay loaded; Ctrl-C stops)")
+    _add_allow_remote(p)
     p.set_defaults(func=cmd_index)
     p = sub.add_parser("demo", help="index the bundled sample app and answer a question")
     p.add_argument("--out")
     p.add_argument("--settings")
     p.add_argument("--questions", type=int, default=2)
+    _add_allow_remote(p)
     p.set_defaults(func=cmd_demo)
     _add_ask_args(sub.add_parser("ask", help="ask a question (same as the `ask` command)"))
     _add_stage_parser(sub)
-    for module in ("serve", "evaluation.cli", "papers.cli"):
-        try:
-            mod = __import__(f"codeteacher.{module}", fromlist=["register"])
-        except ImportError:
-            continue
+    # Our own modules: a broken import must fail loudly, never drop a subcommand.
+    from ..evaluation import cli as eval_cli
+    from ..generation import cli as models_cli
+    from ..papers import cli as papers_cli
+    from . import serve
+
+    for mod in (serve, eval_cli, papers_cli, models_cli):
         mod.register(sub)
     return parser
 

@@ -4,6 +4,10 @@ Every tool is a thin shell: validate arguments, pick the index, call the Engine,
 result in a pydantic model (structured output). A UserError becomes an MCP tool error with
 its message; nothing a client sends can take the server down.
 
+Arguments are strict and bounded (shells/mcp_strict.py, limits settings): unknown keys and
+coercions are refused, every text has a maximum length, errors are one bounded line, and each
+call runs off the event loop under a time limit.
+
 Indexes are loaded once and kept warm. Each index sits in an IndexSlot that notices a rebuilt
 index (manifest.json replaced) and loads the new one *beside* the old one, then swaps the
 reference under a lock; calls already running keep the Engine they started with.
@@ -25,6 +29,8 @@ from ..api import Engine, GraphNeighbour, IndexStatus
 from ..contracts.errors import UserError
 from ..contracts.models import CODE_KINDS, ENTITY_KINDS, TEXT_KINDS, Chunk, PaperLink
 from ..contracts.settings import Settings
+from ..contracts.settings.limits import shorten
+from ..contracts.settings.sources import off_machine
 
 log = logging.getLogger("codeteacher.mcp")
 
@@ -120,20 +126,24 @@ class IndexSlot:
 
 
 class Registry:
-    """The indexes served, by manifest name; the first is the default."""
+    """The indexes served, by manifest name; the first is the default. `settings` is one
+    Settings for all, or a function giving each index folder its own (serve: the settings
+    recorded in each index)."""
 
-    def __init__(self, index_dirs: list[str | Path], settings: Settings):
+    def __init__(self, index_dirs: list[str | Path], settings, remote_allowed: bool = False):
         if not index_dirs:
             raise UserError("no index to serve (give --index DIR)")
+        settings_for = settings if callable(settings) else (lambda _d: settings)
+        self.remote_allowed = remote_allowed
         self.slots: dict[str, IndexSlot] = {}
         for d in index_dirs:
-            slot = IndexSlot(d, settings)
+            slot = IndexSlot(d, settings_for(Path(d)))
             if slot.name in self.slots:
                 raise UserError(f"two indexes are named '{slot.name}' ({self.slots[slot.name].dir}"
                                 f" and {slot.dir}); rebuild one with --name")
             self.slots[slot.name] = slot
         self.default = next(iter(self.slots))
-        self.settings = settings
+        self.settings = self.slots[self.default].settings  # server-wide: limits
 
     def slot(self, index: str | None) -> IndexSlot:
         if not index:
@@ -246,6 +256,11 @@ class ServedStatus(IndexStatus):
     index: str
     chunker_version: str
     settings_signature: str
+    settings_source: str = Field(description="Where this index's settings were read from "
+                                 "(a file, or 'defaults').")
+    off_machine: list[str] = Field(default_factory=list, description="Settings in force that "
+                                   "send code or secrets to another host (allowed at start-up "
+                                   "with --allow-remote); empty when nothing leaves the machine.")
     files_by_scope: dict[str, int]
     chunks_by_kind: dict[str, int]
     loaded_at: float
@@ -288,10 +303,12 @@ def _summary(index: str, c: Chunk) -> Summary:
 
 # ---- the tools -----------------------------------------------------------------------------
 
-def _guard(fn):
+def _guard(fn, max_chars: int = 400):
     """UserError → tool error with its message; anything else → a short internal error (the
     traceback goes to the server log). Either way the server keeps running."""
     from mcp.server.mcpserver.exceptions import ToolError
+
+    from ..contracts.settings.limits import shorten
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -300,45 +317,55 @@ def _guard(fn):
         except ToolError:
             raise
         except UserError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(shorten(str(exc), max_chars)) from None
         except Exception as exc:  # noqa: BLE001
             log.exception("tool %s failed", fn.__name__)
-            first = str(exc).splitlines()[0][:200] if str(exc) else ""
-            raise ToolError(f"internal error: {type(exc).__name__}: {first}") from None
+            raise ToolError(shorten(f"internal error: {type(exc).__name__}: {exc}", 200)) \
+                from None
     return wrapper
 
 
-IndexArg = Annotated[str | None, Field(
-    description="Name of the index to use (see list_indexes). Default: the first index served.")]
-KArg = Annotated[int | None, Field(ge=1, le=100, description="How many results (default from "
-                                   "the server's settings).")]
-SymbolArg = Annotated[str, Field(min_length=1, description="A function, method, class or other "
-                                 "symbol name; qualified (ns::Class::method) or plain.")]
-PathArg = Annotated[str, Field(min_length=1, description="Repository-relative path, as shown in "
-                               "search results (no absolute paths, no '..').")]
-
-
 def build_server(registry: Registry, log_level: str = "WARNING"):
-    from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
-    mcp = MCPServer("codeteacher", instructions=INSTRUCTIONS, log_level=log_level.upper())
+    from .. import __version__
+    from .mcp_strict import BoundedServer, offloaded, strict_tool
+
+    lim = registry.settings.limits
+    tools = []
 
     def tool(title: str, doc: str | None = None):
         ann = ToolAnnotations(title=title, read_only_hint=True, destructive_hint=False,
                               idempotent_hint=True, open_world_hint=False)
 
         def deco(fn):
-            mcp.add_tool(_guard(fn), name=fn.__name__, title=title,
-                         description=doc or " ".join((fn.__doc__ or "").split()),
-                         annotations=ann,
-                         structured_output=True)
+            body = offloaded(_guard(fn, lim.max_error_chars), lim.tool_timeout_s,
+                             lim.tool_threads)
+            tools.append(strict_tool(body, name=fn.__name__, title=title,
+                                     description=doc or " ".join((fn.__doc__ or "").split()),
+                                     annotations=ann, max_error_chars=lim.max_error_chars))
             return fn
         return deco
 
+    IndexArg = Annotated[str | None, Field(
+        max_length=lim.max_symbol_chars,
+        description="Name of the index to use (see list_indexes). Default: the first index "
+                    "served.")]
+    KArg = Annotated[int | None, Field(ge=1, le=100, description="How many results (default "
+                                       "from the server's settings).")]
+    SymbolArg = Annotated[str, Field(min_length=1, max_length=lim.max_symbol_chars,
+                                     description="A function, method, class or other symbol "
+                                     "name; qualified (ns::Class::method) or plain.")]
+    PathArg = Annotated[str, Field(min_length=1, max_length=lim.max_path_chars,
+                                   description="Repository-relative path, as shown in search "
+                                   "results (no absolute paths, no '..').")]
+    TextArg = Annotated[str, Field(min_length=1, max_length=lim.max_question_chars)]
+    ListArg = Annotated[list[Annotated[str, Field(max_length=lim.max_path_chars)]] | None,
+                        Field(max_length=lim.max_list_items)]
+
     @tool("Ask about the code")
-    def ask(question: Annotated[str, Field(min_length=1, description="A question about the "
-                                           "codebase in plain language.")],
+    def ask(question: Annotated[TextArg, Field(description="A question about the codebase in "
+                                               "plain language.")],
             index: IndexArg = None, k: KArg = None) -> Answer:
         """Answer a question about an indexed codebase from retrieved evidence: an answer plus
         the evidence (file, line range, symbol, why it was chosen) it rests on."""
@@ -354,12 +381,12 @@ def build_server(registry: Registry, log_level: str = "WARNING"):
                       abstained=r.abstained, timings_ms=r.timings_ms)
 
     @tool("Search code")
-    def search_code(query: Annotated[str, Field(min_length=1, description="What to look for: "
-                                                "words, identifiers or a question.")],
+    def search_code(query: Annotated[TextArg, Field(description="What to look for: words, "
+                                                    "identifiers or a question.")],
                     index: IndexArg = None, k: KArg = None,
-                    kinds: Annotated[list[str] | None, Field(
+                    kinds: Annotated[ListArg, Field(
                         description=f"Only these chunk kinds ({', '.join(KNOWN_KINDS)}).")] = None,
-                    paths: Annotated[list[str] | None, Field(
+                    paths: Annotated[ListArg, Field(
                         description="Only files under these repository-relative path "
                                     "prefixes.")] = None) -> SearchResult:
         """Hybrid (embedding + BM25 + code graph) search over the indexed code, docs and build
@@ -367,7 +394,8 @@ def build_server(registry: Registry, log_level: str = "WARNING"):
         ranked (why) and a snippet."""
         bad = sorted(set(kinds or []) - set(KNOWN_KINDS))
         if bad:
-            raise UserError(f"unknown kind(s) {', '.join(bad)}; known: {', '.join(KNOWN_KINDS)}")
+            raise UserError(f"unknown kind(s) {shorten(', '.join(bad))}; known: "
+                            f"{', '.join(KNOWN_KINDS)}")
         name, eng = registry.engine(index)
         hits = eng.search(query, k=k, kinds=kinds or None, paths=paths or None)
         # The filters are a promise to the client: enforce them on what comes back, too.
@@ -398,13 +426,9 @@ def build_server(registry: Registry, log_level: str = "WARNING"):
                                                        "(default: end of file).")] = None,
                  index: IndexArg = None) -> Code:
         iname, eng = registry.engine(index)
-        s = eng.get_code(path, start_line, end_line)
-        lines, truncated = s.text.splitlines(), False
-        if end_line is None and len(lines) > CODE_MAX_LINES:
-            lines, truncated = lines[:CODE_MAX_LINES], True
-        return Code(index=iname, path=s.path, start_line=s.start_line,
-                    end_line=s.start_line + len(lines) - 1 if lines else s.end_line,
-                    total_lines=s.total_lines, truncated=truncated, text="\n".join(lines))
+        s = eng.get_code(path, start_line, end_line, max_lines=CODE_MAX_LINES)
+        return Code(index=iname, path=s.path, start_line=s.start_line, end_line=s.end_line,
+                    total_lines=s.total_lines, truncated=s.truncated, text=s.text)
 
     @tool("Summarise a file")
     def file_summary(path: PathArg, index: IndexArg = None) -> Summary:
@@ -414,8 +438,9 @@ def build_server(registry: Registry, log_level: str = "WARNING"):
         return _summary(iname, eng.file_summary(path))
 
     @tool("Summarise a folder")
-    def module_summary(path: Annotated[str, Field(min_length=1, description="Repository-"
-                                                  "relative folder ('.' for the root).")],
+    def module_summary(path: Annotated[str, Field(min_length=1, max_length=lim.max_path_chars,
+                                                  description="Repository-relative folder "
+                                                  "('.' for the root).")],
                        index: IndexArg = None) -> Summary:
         """What a folder (module) contains: its files, main types and functions."""
         iname, eng = registry.engine(index)
@@ -434,8 +459,10 @@ def build_server(registry: Registry, log_level: str = "WARNING"):
         return Neighbours(index=iname, query=symbol, neighbours=eng.callees(symbol))
 
     @tool("Related code")
-    def related(symbol_or_path: Annotated[str, Field(min_length=1, description="A symbol, a "
-                                                     "repository-relative file or a folder.")],
+    def related(symbol_or_path: Annotated[str, Field(min_length=1,
+                                                     max_length=lim.max_path_chars,
+                                                     description="A symbol, a repository-"
+                                                     "relative file or a folder.")],
                 index: IndexArg = None) -> Neighbours:
         """Every graph neighbour of a symbol, file or folder, labelled by relation (calls,
         owns, include, inherits, contains; '→' outgoing, '←' incoming)."""
@@ -453,6 +480,8 @@ def build_server(registry: Registry, log_level: str = "WARNING"):
         return ServedStatus(
             **st.model_dump(), index=slot.name, chunker_version=m.chunker_version,
             settings_signature=m.settings_signature,
+            settings_source=eng.settings.source or "defaults",
+            off_machine=off_machine(eng.settings, stages=("answers",)),
             files_by_scope=dict(Counter(r.scope for r in eng.records if r.kind == "file")),
             chunks_by_kind=dict(Counter(r.kind for r in eng.records)),
             loaded_at=slot.loaded_at, reloads=slot.reloads,
@@ -470,7 +499,10 @@ def build_server(registry: Registry, log_level: str = "WARNING"):
                                  default=name == registry.default, reloads=slot.reloads))
         return IndexList(default=registry.default, indexes=out)
 
-    _register_paper_tools(tool, registry)
+    _register_paper_tools(tool, registry, lim)
+    mcp = BoundedServer("codeteacher", version=__version__, instructions=INSTRUCTIONS,
+                        log_level=log_level.upper(), tools=tools)
+    mcp.max_error_chars = lim.max_error_chars
     return mcp
 
 
@@ -500,20 +532,24 @@ class PaperHits(BaseModel):
     papers: list[PaperHit]
 
 
-def _register_paper_tools(tool, registry: Registry) -> list[str]:
-    try:
-        from ..papers.library import Library
-        from ..papers.linking import link_target
-        from ..papers.model import PaperRecord
-    except ImportError:
-        return []
-    # relative library paths are relative to where the server was started
-    library_path = Path(registry.settings.papers.library).expanduser().resolve()
+def _register_paper_tools(tool, registry: Registry, lim) -> list[str]:
+    from ..papers.library import Library
+    from ..papers.linking import link_target
+    from ..papers.model import PaperRecord
+
+    def library_of(index: str | None) -> Path:
+        """The index's paper library: from its settings (an explicit file's path resolves
+        against that file, the recorded one is absolute, a default lies beside the index)."""
+        return Path(registry.slot(index).settings.papers.library).expanduser()
+
+    IndexArg = Annotated[str | None, Field(max_length=lim.max_symbol_chars, description="Index "
+                                           "whose paper library is used (default: the first).")]
+    KArg = Annotated[int | None, Field(ge=1, le=100, description="How many results.")]
 
     @tool("Papers for code")
     def link_papers_to_code(path_or_symbol: Annotated[str, Field(
-                                min_length=1, description="A repository-relative file or a "
-                                                          "symbol name.")],
+                                min_length=1, max_length=lim.max_path_chars,
+                                description="A repository-relative file or a symbol name.")],
                             index: IndexArg = None, k: KArg = None) -> PaperLinks:
         """Scientific papers linked to a file or symbol (cited in it, or matching its topic),
         with scores and reasons."""
@@ -523,23 +559,27 @@ def _register_paper_tools(tool, registry: Registry) -> list[str]:
         return PaperLinks(index=slot.name, target=path_or_symbol, papers=links)
 
     @tool("Search papers")
-    def search_papers(query: Annotated[str, Field(min_length=1, description="Words, a title, "
-                                                  "a DOI or an arXiv id.")],
-                      k: KArg = None) -> PaperHits:
+    def search_papers(query: Annotated[str, Field(min_length=1,
+                                                  max_length=lim.max_question_chars,
+                                                  description="Words, a title, a DOI or an "
+                                                  "arXiv id.")],
+                      k: KArg = None, index: IndexArg = None) -> PaperHits:
         """Full-text search over the paper library (titles, abstracts, keywords, authors)."""
-        with Library.open(library_path) as lib:
+        with Library.open(library_of(index)) as lib:
             hits = lib.search(query, k=k or 10)
         return PaperHits(query=query, papers=[
             PaperHit(**r.summary(), score=min(s, 1e9)) for r, s in hits])
 
     @tool("Paper details")
-    def paper_details(ref: Annotated[str, Field(min_length=1, description="A paper key, DOI or "
-                                                "arXiv id.")]) -> PaperRecord:
+    def paper_details(ref: Annotated[str, Field(min_length=1, max_length=lim.max_symbol_chars,
+                                                description="A paper key, DOI or arXiv id.")],
+                      index: IndexArg = None) -> PaperRecord:
         """The full record of one paper: title, authors, year, venue, identifiers, abstract."""
-        with Library.open(library_path) as lib:
+        library = library_of(index)
+        with Library.open(library) as lib:
             rec = lib.get(ref)
         if rec is None:
-            raise UserError(f"no paper '{ref}' in the library {library_path}")
+            raise UserError(f"no paper '{shorten(ref)}' in the library {library}")
         return rec
 
     return ["link_papers_to_code", "search_papers", "paper_details"]

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 from ..contracts.errors import UserError
@@ -53,7 +54,7 @@ def _stdout_to_stderr():
 def cmd_serve(args) -> int:
     import anyio
 
-    from ..contracts.settings import load_settings
+    from ..contracts.settings.sources import require_opt_in, served_settings
     from .mcp import Registry, build_server
 
     token = None
@@ -64,17 +65,41 @@ def cmd_serve(args) -> int:
                 f"binding to {args.host} (not loopback)"
             raise UserError(f"{why} needs a bearer token: set {TOKEN_ENV} to a secret of at "
                             f"least {MIN_TOKEN_CHARS} characters")
+    dirs = _index_dirs(args.index)
+    # Settings never come from the working directory (a client may start the server inside
+    # an untrusted repository): --settings, else each index's recorded settings, else the
+    # user's config folder. Whatever would send code off the machine needs --allow-remote.
+    settings = {d: served_settings(d, args.settings) for d in dirs}
+    for s in settings.values():
+        require_opt_in(s, args.allow_remote, stages=("answers",), source=s.source)
     quiet = _stdout_to_stderr() if args.transport == "stdio" else contextlib.nullcontext()
     with quiet:
-        registry = Registry(_index_dirs(args.index), load_settings(args.settings))
+        registry = Registry(dirs, lambda d: settings[d], remote_allowed=args.allow_remote)
     mcp = build_server(registry, log_level=args.log_level)
     print(f"codeteacher: serving {', '.join(registry.slots)} over {args.transport}",
           file=sys.stderr, flush=True)
-    if args.transport == "stdio":
-        anyio.run(mcp.run_stdio_async)
-    else:
-        anyio.run(serve_http, mcp, args.host, args.port, token, args.log_level)
+    grace = registry.settings.limits.shutdown_grace_s
+    try:
+        if args.transport == "stdio":
+            anyio.run(mcp.run_stdio_async)
+        else:
+            anyio.run(serve_http, mcp, args.host, args.port, token, args.log_level, grace)
+    finally:
+        _exit_soon(grace, 130 if isinstance(sys.exc_info()[1], KeyboardInterrupt) else 0)
     return 0
+
+
+def _exit_soon(grace: float, code: int) -> None:
+    """Interpreter shutdown joins every worker thread: a tool call still running, or the stdio
+    reader blocked on stdin, would keep the process alive after SIGTERM/SIGINT. Give them
+    `grace` seconds, then exit regardless."""
+    def force():
+        sys.stderr.flush()
+        os._exit(code)
+
+    t = threading.Timer(grace, force)
+    t.daemon = True
+    t.start()
 
 
 # ---- HTTP: loopback by default, bearer token otherwise -------------------------------------
@@ -133,18 +158,56 @@ def _bind(host: str, port: int):
     return sock
 
 
-async def serve_http(mcp, host: str, port: int, token: str | None, log_level: str) -> None:
+def transport_security(host: str, port: int):
+    """DNS-rebinding protection for a loopback bind: only the Host and Origin values that name
+    the address actually bound (in each spelling) are accepted, for every loopback address
+    (127.0.0.0/8, ::1 however written, localhost), not only the SDK's three defaults. A
+    non-loopback bind needs the bearer token instead, and may be reached by any name."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = {host.strip("[]")}
+    if host == "localhost":
+        names |= {"127.0.0.1", "::1"}
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+        names |= {str(ip), ip.exploded}
+        if str(ip) in ("127.0.0.1", "::1"):
+            names.add("localhost")
+    except ValueError:
+        pass
+    hosts, origins = [], []
+    for n in sorted(names):
+        shown = f"[{n}]" if ":" in n else n
+        hosts.append(f"{shown}:{port}")
+        origins.append(f"http://{shown}:{port}")
+        if port == 80:
+            hosts.append(shown)
+            origins.append(f"http://{shown}")
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=hosts, allowed_origins=origins)
+
+
+async def serve_http(mcp, host: str, port: int, token: str | None, log_level: str,
+                     grace: float = 3.0) -> None:
+    import math
+
     import uvicorn
 
-    app = mcp.streamable_http_app(host=host, streamable_http_path="/mcp")
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]  # the real port (port 0 picks one): the allow-list needs it
+    app = mcp.streamable_http_app(host=host, streamable_http_path="/mcp",
+                                  transport_security=transport_security(host, bound))
     if token:
         app = BearerTokenMiddleware(app, token)
-    sock = _bind(host, port)
-    bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"codeteacher MCP server on http://{shown}:{bound}/mcp"
           f"{' (bearer token required)' if token else ''}", file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level.lower(), lifespan="on"))
+    # On SIGTERM/SIGINT uvicorn stops accepting, gives open streams `grace` seconds, then
+    # closes them; cmd_serve's watchdog covers worker threads that are still busy.
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level.lower(), lifespan="on",
+                                           timeout_graceful_shutdown=math.ceil(grace)))
     await server.serve(sockets=[sock])
 
 
@@ -156,7 +219,7 @@ def _executable() -> tuple[str, list[str]]:
     for c in candidates:
         if c and c.name == "codeteacher" and c.is_file() and os.access(c, os.X_OK):
             return str(c.absolute()), []
-    return str(Path(sys.executable).absolute()), ["-m", "codeteacher.cli"]
+    return str(Path(sys.executable).absolute()), ["-m", "codeteacher.shells.cli"]
 
 
 def mcp_config(index_dirs: list[Path], transport: str = "stdio", host: str = "127.0.0.1",
@@ -170,7 +233,9 @@ def mcp_config(index_dirs: list[Path], transport: str = "stdio", host: str = "12
     command, args = _executable()
     args = [*args, "serve"]
     for d in index_dirs:
-        args += ["--index", str(d)]
+        args += ["--index", str(Path(d).expanduser().absolute())]
+    # An environment variable of this shell is not in the client's environment: pin it.
+    settings = settings or os.environ.get("CODETEACHER_SETTINGS")
     if settings:
         args += ["--settings", str(Path(settings).expanduser().resolve())]
     return {"mcpServers": {"codeteacher": {"command": command, "args": args}}}
@@ -200,7 +265,11 @@ def register(sub) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="HTTP port (0: any free one)")
     p.add_argument("--require-token", action="store_true",
                    help="require the bearer token even on loopback")
-    p.add_argument("--settings", help="runtime_settings.json to use")
+    p.add_argument("--settings", help="runtime_settings.json to use (default: the settings "
+                   "recorded in the index, else ~/.config/codeteacher/runtime_settings.json; "
+                   "never one in the current folder)")
+    p.add_argument("--allow-remote", action="store_true", help="allow settings that send code "
+                   "or secrets to another host (answers from a non-loopback base_url)")
     p.add_argument("--log-level", default="WARNING",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.set_defaults(func=cmd_serve)

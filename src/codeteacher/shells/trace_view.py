@@ -1,44 +1,57 @@
-"""`ask --explain`: the retrieval trace as tables, for people tuning settings."""
+"""`ask --explain`: the retrieval trace for people tuning settings, readable in 80 columns.
+
+Each candidate takes two lines: rank, scores and channel ranks with the location, then the
+symbol and why it was picked, wrapped under an indent.
+"""
 from __future__ import annotations
 
-from rich.table import Table
+import textwrap
 
 
-def render_trace(con, trace, result, limit: int = 25) -> None:
+def _wrap(con, text: str, indent: str = "", first: str = "") -> None:
+    width = max(40, min(getattr(con, "width", 80) or 80, 100))
+    for line in textwrap.wrap(text, width=width, initial_indent=first or indent,
+                              subsequent_indent=indent, break_on_hyphens=False) or [first]:
+        con.print(line, markup=False, highlight=False)
+
+
+def render_trace(con, trace, result, limit: int = 15) -> None:
     qa = trace.analysis
+    con.print()
     if qa is not None:
-        con.print(f"query: intent={qa.intent or '-'} profile={qa.profile or '-'} "
-                  f"wanted={qa.wanted} files={qa.files} symbols={dict(qa.symbols)} "
-                  f"modules={qa.modules}", markup=False)
+        named = ", ".join([*qa.files, *qa.symbols, *qa.modules]) or "none"
+        _wrap(con, f"intent {qa.intent or '-'}, expansion profile {qa.profile or '-'}, "
+                   f"wanted {', '.join(qa.wanted) or '-'}; named in the question: {named}",
+              "  ", "query: ")
+    if result.confidence is not None:
+        _wrap(con, f"{result.confidence:.2f} from the retrieval evidence"
+                   f" (answer by {result.answer_source}"
+                   f"{': ' + result.answer_note if result.answer_note else ''})", "  ",
+              "confidence: ")
     chosen = {e.chunk_id for e in result.evidence}
-    t = Table(title="candidates, best first (* = in the evidence)")
-    for col in ("#", "before", "after", "dense", "bm25", "class", "path:lines", "symbol", "why"):
-        t.add_column(col, overflow="fold")
+    con.print("candidates, best first (* = in the evidence; d/b = dense/BM25 rank):",
+              markup=False, highlight=False)
     for n, row in enumerate(trace.rows[:limit], 1):
-        t.add_row(f"{n}{'*' if row['chunk_id'] in chosen else ''}",
-                  f"{row['score_before']:.4f}", f"{row['score']:.4f}",
-                  "" if row["dense_rank"] is None else str(row["dense_rank"] + 1),
-                  "" if row["lexical_rank"] is None else str(row["lexical_rank"] + 1),
-                  row["class"], f"{row['path']}:{row['start_line']}-{row['end_line']}",
-                  row["symbol"], "; ".join(row["why"]))
-    con.print(t)
-    if not trace.expansions:
-        con.print("structural expansions: none", markup=False)
-    else:
-        t = Table(title="structural expansions")
-        for col in ("chunk", "relation", "seed"):
-            t.add_column(col, overflow="fold")
+        d = "-" if row["dense_rank"] is None else str(row["dense_rank"] + 1)
+        b = "-" if row["lexical_rank"] is None else str(row["lexical_rank"] + 1)
+        mark = "*" if row["chunk_id"] in chosen else " "
+        head = (f"{n:>2}{mark} {row['score']:.4f} (was {row['score_before']:.4f}) d{d}/b{b} "
+                f"{row['class']}  {row['path']}:{row['start_line']}-{row['end_line']}")
+        _wrap(con, head, "      ")
+        _wrap(con, f"{row['symbol'] or row['kind']}: {'; '.join(row['why'])}", "      ")
+    if len(trace.rows) > limit:
+        con.print(f"  ... {len(trace.rows) - limit} more", markup=False, highlight=False)
+    if trace.expansions:
+        con.print("structural expansions:", markup=False, highlight=False)
         for e in trace.expansions:
-            t.add_row(e["chunk_id"], e["relation"], e["seed"])
-        con.print(t)
-    if not trace.filtered:
-        con.print("filtered from the final context: none", markup=False)
+            _wrap(con, f"{e['chunk_id']} ({e['relation']} of {e['seed']})", "    ", "  - ")
     else:
-        t = Table(title="filtered from the final context")
-        t.add_column("chunk", overflow="fold")
-        t.add_column("reason", overflow="fold")
+        con.print("structural expansions: none", markup=False, highlight=False)
+    if trace.filtered:
+        con.print("filtered from the final context:", markup=False, highlight=False)
         for f in trace.filtered:
-            t.add_row(f["chunk_id"], f["reason"])
-        con.print(t)
+            _wrap(con, f"{f['chunk_id']}: {f['reason']}", "    ", "  - ")
+    else:
+        con.print("filtered from the final context: none", markup=False, highlight=False)
     for note in trace.notes:
-        con.print(f"- {note}", markup=False)
+        _wrap(con, note, "    ", "  - ")

@@ -10,11 +10,13 @@ import hashlib
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from ..errors import UserError
 from .evaluation import EvalSettings
 from .generation import GenerationSettings
+from .limits import LimitSettings
 from .papers import PaperSettings
 from .retrieval import (
     ContextFilterSettings,
@@ -56,6 +58,16 @@ class CollectSettings(Section):
     respect_gitignore: bool = Field(default=True, description="Honour .gitignore files.")
     max_file_bytes: int = Field(default=1_500_000, description="Larger files are skipped.")
     follow_symlinks: bool = Field(default=False, description="Follow symlinked dirs (loop-safe).")
+    index_other_text: bool = Field(default=True, description="Index every other text file "
+                                   "under the size limit too (templates, input decks, licences, "
+                                   "CI and container files): text is recognised by content (no "
+                                   "NUL byte, valid UTF-8), not by a list of names.")
+    prose_min_share: float = Field(default=0.5, ge=0.0, le=1.0, description="An unrecognised "
+                                   "text file whose non-empty lines read as prose at least this "
+                                   "often is chunked as a document (sections); otherwise as a "
+                                   "configuration or data file (line windows).")
+    prose_min_words: int = Field(default=5, ge=1, description="Words a line needs (and mostly "
+                                 "letters) to count as prose in that test.")
 
 
 class ChunkSettings(Section):
@@ -75,7 +87,8 @@ class EmbeddingSettings(Section):
     max_seq_length: int = Field(default=128, description="Tokens per embedded text: the "
                                 "structured header and the first lines of code carry the signal; "
                                 "128 halves the cost of 256 at equal benchmark recall.")
-    batch_size: int = Field(default=64)
+    batch_size: int = Field(default=64, description="Texts embedded per model call (memory vs. "
+                            "per-call overhead; results do not depend on it).")
     device: str = Field(default="cpu", description="cpu | cuda | auto")
     max_code_chars: int = Field(default=1600, description="Code characters in the embedded text "
                                 "after the structured header (the model truncates anyway).")
@@ -87,10 +100,18 @@ class EmbeddingSettings(Section):
                           "'none' keeps float32; 'bf16' (torch) runs in bfloat16: ~3.5x fewer "
                           "CPU-seconds on CPUs with AMX (Xeon 4th gen+) at cosine >= 0.999 to "
                           "float32, no faster without AMX, ~3x slower where bf16 is emulated.")
-    backend: str = Field(default="torch", description="'torch' (sentence-transformers) or "
-                         "'onnx' (ONNX Runtime, CPU; needs the [onnx] extra; exports the model "
+    backend: str = Field(default="auto", description="Ingest backend. 'auto' = torch where the "
+                         "CPU has AMX (bf16 is cheapest there) or on a GPU, else ONNX Runtime "
+                         "float32 when installed (~1.5x the texts/s of torch on AVX2/AVX-512 CPUs; "
+                         "the resolved value is recorded in the index); 'torch' "
+                         "(sentence-transformers) or 'onnx' (ONNX Runtime, CPU; exports the model "
                          "once into ~/.cache/codeteacher/onnx, or $CODETEACHER_CACHE_DIR/onnx); "
                          "with 'onnx', 'int8' quantizes per channel (cosine ~0.99 to float32).")
+    query_backend: str = Field(default="auto", description="Backend that embeds questions for "
+                               "float32/bf16 indexes, whatever built them (their vectors agree "
+                               "at cosine >= 0.999). 'auto' = ONNX Runtime when installed: a "
+                               "query then imports no torch (seconds saved per cold `ask`); "
+                               "'torch' | 'onnx'. int8 indexes always use their own recipe.")
     skip_kinds: list[str] = Field(default=["declaration", "function_part"],
                                   description="Kinds not embedded (zero vector): prototypes and "
                                   "parts of long functions whose definition / whole function is "
@@ -98,22 +119,61 @@ class EmbeddingSettings(Section):
 
 
 class Settings(Section):
-    collect: CollectSettings = Field(default_factory=CollectSettings)
-    chunking: ChunkSettings = Field(default_factory=ChunkSettings)
-    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
-    routing: RoutingSettings = Field(default_factory=RoutingSettings)
-    rerank: RerankSettings = Field(default_factory=RerankSettings)
-    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
-    context_filter: ContextFilterSettings = Field(default_factory=ContextFilterSettings)
-    cross_encoder: CrossEncoderSettings = Field(default_factory=CrossEncoderSettings)
-    papers: PaperSettings = Field(default_factory=PaperSettings)
-    generation: GenerationSettings = Field(default_factory=GenerationSettings)
-    evaluation: EvalSettings = Field(default_factory=EvalSettings)
+    collect: CollectSettings = Field(default_factory=CollectSettings,
+                                     description="Which files of a repository are indexed.")
+    chunking: ChunkSettings = Field(default_factory=ChunkSettings,
+                                    description="How files are cut into chunks.")
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings,
+                                         description="The embedding model and how it runs.")
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings,
+                                         description="Candidate retrieval, fusion and selection.")
+    routing: RoutingSettings = Field(default_factory=RoutingSettings,
+                                     description="Question intent and requested entity types.")
+    rerank: RerankSettings = Field(default_factory=RerankSettings,
+                                   description="Metadata reranking of the fused candidates.")
+    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings,
+                                         description="Graph neighbours added to the top results.")
+    context_filter: ContextFilterSettings = Field(
+        default_factory=ContextFilterSettings,
+        description="Dropping weak chunks that a stronger selected chunk already carries.")
+    cross_encoder: CrossEncoderSettings = Field(default_factory=CrossEncoderSettings,
+                                                description="The optional cross-encoder rerank.")
+    papers: PaperSettings = Field(default_factory=PaperSettings,
+                                  description="The paper library and code-paper links.")
+    generation: GenerationSettings = Field(default_factory=GenerationSettings,
+                                           description="LLM backends, prompts and budgets.")
+    evaluation: EvalSettings = Field(default_factory=EvalSettings,
+                                     description="Benchmark runs, scoring and judging.")
+    limits: LimitSettings = Field(default_factory=LimitSettings,
+                                  description="Bounds on every request: text lengths, time per "
+                                  "call, worker threads, error size, shutdown grace.")
+    # Where these settings were read from ("" = built-in defaults); shown by index_status.
+    _source: str = PrivateAttr(default="")
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    @model_validator(mode="after")
+    def _profiles_exist(self) -> "Settings":
+        """Every expansion profile routing names exists: an unknown one would otherwise fall
+        back silently to some other profile (or to no expansion at all)."""
+        known = self.expansion.profiles
+        uses = {"routing.default_profile": self.routing.default_profile}
+        uses.update({f"routing.intents.{k}.profile": r.profile
+                     for k, r in self.routing.intents.items()})
+        for where, name in uses.items():
+            if name not in known:
+                raise PydanticCustomError(
+                    "unknown_profile", "unknown expansion profile '{name}' (expansion.profiles "
+                    "has {known})", {"where": where, "name": name, "known": ", ".join(known)})
+        return self
 
     def index_signature(self) -> str:
         """Hash of the settings that change what an index holds."""
-        relevant = {k: getattr(self, k).model_dump(mode="json")
+        # (query_backend only changes how questions are embedded, not what the index holds)
+        relevant = {k: getattr(self, k).model_dump(mode="json", exclude={"query_backend"}
+                                                   if k == "embedding" else None)
                     for k in ("collect", "chunking", "embedding")}
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -121,9 +181,12 @@ class Settings(Section):
 DEFAULT_SETTINGS_FILE = "runtime_settings.json"
 
 
-def find_settings_file(explicit: str | Path | None = None) -> Path | None:
-    """The explicit file, else $CODETEACHER_SETTINGS, else ./runtime_settings.json, else none."""
+def find_settings_file(explicit: str | Path | None = None, cwd: bool = True) -> Path | None:
+    """The explicit file, else $CODETEACHER_SETTINGS, else ./runtime_settings.json (only when
+    `cwd`; `serve` passes False), else the user's config file, else none."""
     import os
+
+    from .sources import user_config_file
 
     if explicit:
         return Path(explicit)
@@ -131,32 +194,52 @@ def find_settings_file(explicit: str | Path | None = None) -> Path | None:
     if env:
         return Path(env)
     local = Path.cwd() / DEFAULT_SETTINGS_FILE
-    return local if local.is_file() else None
+    if cwd and local.is_file():
+        return local
+    user = user_config_file()
+    return user if user.is_file() else None
 
 
 def _format_error(err: ValidationError, source: str) -> str:
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
+    loc = ".".join(str(p) for p in first["loc"]) or (first.get("ctx") or {}).get("where", "")
     if first["type"] == "extra_forbidden":
         return f"{source}: unknown setting '{loc}'"
     return f"{source}: invalid setting '{loc}': {first['msg']}"
 
 
-def load_settings(path: str | Path | None = None) -> Settings:
-    """Load and validate settings; a bad file raises UserError with a one-line message."""
-    file = find_settings_file(path)
+def load_settings(path: str | Path | None = None, cwd: bool = True) -> Settings:
+    """Load and validate settings; a bad file raises UserError with a one-line message.
+    Relative paths written in the file resolve against the file's folder."""
+    file = find_settings_file(path, cwd=cwd)
     if file is None:
         return Settings()
+    return read_settings_file(Path(file))
+
+
+def read_settings_file(file: Path, resolve: bool = True) -> Settings:
+    """One settings file; with `resolve`, its relative paths are made absolute against its
+    folder (the index's recorded settings are read as written)."""
+    from .sources import resolve_paths
+
     try:
-        data = json.loads(Path(file).read_text(encoding="utf-8"))
+        if file.exists() and not file.is_file():  # a FIFO or device would block the read
+            raise UserError(f"settings file is not a regular file: {file}")
+        data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"settings file not found: {file}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{file}: not valid JSON ({exc})") from None
+        raise UserError(f"{file}: not valid JSON ({str(exc)[:120]})") from None
+    except OSError as exc:
+        raise UserError(f"cannot read settings file {file}: {exc.strerror}") from None
     if not isinstance(data, dict):
         raise UserError(f"{file}: top level must be a JSON object")
     data.pop("$comment", None)
     try:
-        return Settings.model_validate(data)
+        if resolve:
+            data = resolve_paths(data, file.absolute().parent)
+        settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise UserError(_format_error(exc, str(file))) from None
+    settings._source = str(file.absolute())
+    return settings

@@ -44,9 +44,12 @@ class PaperOnlineSettings(_Section):
                           "arXiv). Off by default: the library works entirely offline.")
     mailto: str = Field(default="", description="Contact e-mail sent to OpenAlex/Crossref for "
                         "their polite pools.")
-    openalex_url: str = Field(default="https://api.openalex.org")
-    crossref_url: str = Field(default="https://api.crossref.org")
-    arxiv_url: str = Field(default="https://export.arxiv.org/api/query")
+    openalex_url: str = Field(default="https://api.openalex.org",
+                              description="OpenAlex API base URL (a mirror or a test server).")
+    crossref_url: str = Field(default="https://api.crossref.org",
+                              description="Crossref API base URL.")
+    arxiv_url: str = Field(default="https://export.arxiv.org/api/query",
+                           description="arXiv query API URL.")
     timeout_s: float = Field(default=20.0, description="Per-request timeout.")
     max_retries: int = Field(default=4, description="Retries on 429/5xx/connection errors.")
     backoff_s: float = Field(default=1.0, description="First retry delay, doubled each retry; a "
@@ -74,14 +77,24 @@ class PaperSettings(_Section):
                                  "at least this: weak links from common words are noise there.")
     ask_max_papers: int = Field(default=3, description="Papers listed with an answer.")
     max_links: int = Field(default=5, description="Links stored per entity.")
-    dense_k: int = Field(default=12, description="Candidates per entity from embedding search.")
-    lexical_k: int = Field(default=12, description="Candidates per entity from FTS5 search.")
+    dense_k: int = Field(default=24, description="Candidates per entity from embedding search: "
+                         "with thousands of papers the right one is often not among the dozen "
+                         "most similar, so the pool is wider than the links kept.")
+    lexical_k: int = Field(default=24, description="Candidates per entity from FTS5 search (wide "
+                           "for the same reason).")
     semantic_floor: float = Field(default=0.3, description="Cosine similarity mapped to 0: MiniLM "
                                   "gives code and unrelated abstracts up to ~0.3.")
     semantic_margin: float = Field(default=0.1, description="A paper must also beat the entity's "
                                    "mean similarity to all papers by this much (some code is "
                                    "similar to every abstract).")
     semantic_ceiling: float = Field(default=0.6, description="Cosine similarity mapped to 1.")
+    semantic_alone: float = Field(default=0.25, description="Share of the semantic credit a "
+                                  "paper keeps when it shares no concept term with the entity: "
+                                  "in a large library many papers read alike without being "
+                                  "about the code, so similarity needs concepts to back it.")
+    semantic_agreement: float = Field(default=0.5, description="Concept signal (0-1) at which "
+                                      "the semantic credit counts in full; below it the credit "
+                                      "rises linearly from semantic_alone.")
     concept_saturation: float = Field(default=3.0, description="Matched paper terms (in units of "
                                       "the mean IDF) that count as one full match; the concept "
                                       "signal is 1 - exp(-matches), so it saturates softly.")
@@ -92,5 +105,20 @@ class PaperSettings(_Section):
                                   "text are linked only through explicit citations (getters and "
                                   "one-liners say too little to match a paper on content).")
     entity_chars: int = Field(default=1500, description="Characters of entity text embedded.")
-    weights: PaperLinkWeights = Field(default_factory=PaperLinkWeights)
-    online: PaperOnlineSettings = Field(default_factory=PaperOnlineSettings)
+    embed_on_import: bool = Field(default=True, description="Embed new and changed records "
+                                  "during 'papers import' (stored in the library), so the first "
+                                  "link after an import does not pay for it.")
+    ann_min_papers: int = Field(default=2000, description="From this many papers on, candidate "
+                                "papers come from an HNSW index (FAISS) stored beside the "
+                                "library; below it exact search over all vectors is as fast.")
+    ann_hnsw_m: int = Field(default=32, description="HNSW graph degree: recall above 0.99 at "
+                            "this size of library, for about 2x the vectors' memory.")
+    ann_ef_construction: int = Field(default=80, description="HNSW build effort: built once "
+                                     "per library change, so a good graph is worth it.")
+    ann_ef_search: int = Field(default=96, description="HNSW search breadth: well above "
+                               "dense_k, so the true nearest papers are found, at well under a "
+                               "millisecond a query.")
+    weights: PaperLinkWeights = Field(default_factory=PaperLinkWeights,
+                                      description="How the link signals combine into a score.")
+    online: PaperOnlineSettings = Field(default_factory=PaperOnlineSettings,
+                                        description="Optional online sources (off by default).")

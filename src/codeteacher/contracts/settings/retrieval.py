@@ -90,9 +90,13 @@ def _default_intents() -> dict[str, IntentRule]:
 
 class RoutingSettings(_S):
     enabled: bool = Field(default=True, description="Classify intent; off = 'general' intent.")
-    intents: dict[str, IntentRule] = Field(default_factory=_default_intents)
-    default_intent: str = Field(default="general")
-    default_profile: str = Field(default="balanced")
+    intents: dict[str, IntentRule] = Field(
+        default_factory=_default_intents,
+        description="Intent name -> rule; the first intent with a matching cue wins.")
+    default_intent: str = Field(default="general",
+                                description="Intent of a question no cue matches.")
+    default_profile: str = Field(default="balanced", description="Expansion profile of the "
+                                 "default intent (a name in expansion.profiles).")
     entity_cues: dict[str, str] = Field(
         default_factory=lambda: {
             "function": r"\b(function|routine|method|kernel|procedure)s?\b",
@@ -133,8 +137,9 @@ class RerankWeights(_S):
 
 
 class RerankSettings(_S):
-    enabled: bool = Field(default=True)
-    weights: RerankWeights = Field(default_factory=RerankWeights)
+    enabled: bool = Field(default=True, description="Rerank by metadata; off = fused order.")
+    weights: RerankWeights = Field(default_factory=RerankWeights,
+                                   description="Feature weights added to the fused score.")
     top_n: int = Field(default=80, description="Candidates reranked.")
     trivial_lines: int = Field(default=2, description="Code chunks this short without a comment "
                                "count as low-signal.")
@@ -160,14 +165,16 @@ class ExpansionProfile(_S):
 
 
 class ExpansionSettings(_S):
-    enabled: bool = Field(default=True)
+    enabled: bool = Field(default=True, description="Add graph neighbours of the top results.")
     seeds: int = Field(default=4, description="Top primary results expanded.")
     decay: float = Field(default=0.45, description="Expansion score = seed score × decay; keeps "
                          "neighbours below strong primary hits.")
     other_file_decay: float = Field(default=0.9, description="Decay for neighbours in OTHER "
                                     "files (twin, build file, base class): a multi-file answer "
                                     "needs them next to the seed, not after more of its chunks.")
-    profiles: dict[str, ExpansionProfile] = Field(default_factory=lambda: {
+    profiles: dict[str, ExpansionProfile] = Field(description=(
+        "Profile name -> caps per relation; routing picks one per intent."),
+        default_factory=lambda: {
         "minimal": ExpansionProfile(call=1, owner=1, file_symbols=2, module_files=2, include=0,
                                     total=3),
         "balanced": ExpansionProfile(call=2, owner=1, file_symbols=3, module_files=4, include=1,
@@ -178,10 +185,7 @@ class ExpansionSettings(_S):
 
 
 class ContextFilterSettings(_S):
-    enabled: bool = Field(default=True)
-    token_budget: int = Field(default=1800, description="Tokens of context for the answer model.")
-    chars_per_token: float = Field(default=3.6, description="Estimate when no tokenizer is used.")
-    max_chunk_chars: int = Field(default=1400, description="Code shown per chunk in the context.")
+    enabled: bool = Field(default=True, description="Drop carried weak chunks from the result.")
     min_info: float = Field(default=0.25, description="Chunks below this information score are "
                             "dropped when a stronger chunk from the same place carries them.")
 
@@ -189,17 +193,17 @@ class ContextFilterSettings(_S):
 class CrossEncoderSettings(_S):
     model: str | None = Field(default=None, description="Local path of a sentence-transformers "
                               "CrossEncoder (e.g. a bge-reranker); null = off.")
-    top_n: int = Field(default=30)
+    top_n: int = Field(default=30, description="Candidates the cross-encoder scores.")
     weight: float = Field(default=0.05, description="Scale of the cross-encoder's sigmoid score "
                           "added to the reranked score.")
-    device: str = Field(default="cpu")
+    device: str = Field(default="cpu", description="cpu | cuda (sentence-transformers device).")
 
 
 class ExactTokenSettings(_S):
     """Identifier-shaped words of the question (ALL_CAPS, snake_case, camelCase, ns::f, --flags,
     file names) matched verbatim in the indexed text, weighted by rarity among the files."""
 
-    enabled: bool = Field(default=True)
+    enabled: bool = Field(default=True, description="Match identifier-shaped words verbatim.")
     bonus: float = Field(default=0.05, description="Added to a record containing the literal, "
                          "times its rarity (1 = in one file); above one RRF list (~0.016), "
                          "below a named symbol or file (~0.6-1): a verbatim rare name is strong "
@@ -222,7 +226,7 @@ class FileChannelSettings(_S):
     """Whole-file BM25 (one document per file), fused as a third ranked list: a file's words
     together say what it is about better than one 128-token window of it."""
 
-    enabled: bool = Field(default=True)
+    enabled: bool = Field(default=True, description="Fuse the whole-file BM25 ranking.")
     top_files: int = Field(default=30, description="Files taken from the whole-file ranking.")
     weight: float = Field(default=1.0, description="Scale of the file list's reciprocal-rank "
                           "contribution (1 = as much as the dense or chunk-BM25 list).")
@@ -258,7 +262,7 @@ class RetrievalSettings(_S):
     sibling_file_factor: float = Field(default=0.6, description="Share of the file bonus for "
                                        "a sibling (X.cpp when X.h is named).")
     stem_file_factor: float = Field(default=0.1, description="Share of the file bonus for a "
-                                    "file named by an identifier equal to its stem (mpiP).")
+                                    "file named by an identifier equal to its stem (runBench).")
     exact_symbol_bonus: float = Field(default=0.6, description="Added for a symbol named in the "
                                       "question whose definition is this chunk.")
     file_scoped_k: int = Field(default=3, description="Best chunks kept inside each mentioned file.")
@@ -302,6 +306,9 @@ class RetrievalSettings(_S):
     acronym_symbol_confidence: float = Field(default=0.03, description="Weight of a symbol "
                                              "match on an all-capitals word (FFT, MPI): prose "
                                              "uses acronyms for concepts, not only for names.")
-    exact_tokens: ExactTokenSettings = Field(default_factory=lambda: ExactTokenSettings())
-    file_channel: FileChannelSettings = Field(default_factory=lambda: FileChannelSettings())
-    feedback: FeedbackSettings = Field(default_factory=lambda: FeedbackSettings())
+    exact_tokens: ExactTokenSettings = Field(default_factory=lambda: ExactTokenSettings(),
+                                             description="The exact-token channel.")
+    file_channel: FileChannelSettings = Field(default_factory=lambda: FileChannelSettings(),
+                                              description="The whole-file BM25 list.")
+    feedback: FeedbackSettings = Field(default_factory=lambda: FeedbackSettings(),
+                                       description="BM25 pseudo-relevance feedback (off).")

@@ -3,7 +3,8 @@
 One pass over the declaration-level nodes (namespaces, classes, templates, preprocessor blocks,
 ERROR nodes); function bodies are never walked for definitions, so lambdas and local code stay
 inside their function. Calls come from one query over the whole file. Nothing here raises: each
-construct is handled under its own try, and a failure only loses that construct.
+construct is handled under its own try, and a failure only loses that construct; failures are
+counted in ParsedFile.failures (with the first one in .failure) and shown in the build report.
 """
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import re
 import textwrap
 from typing import NamedTuple
 
+from ...contracts.errors import describe
 from ...contracts.models import Chunk, ParsedFile
 from ...contracts.settings import ChunkSettings
+from ...index.layout import ChunkIds
 
 HEADER_EXTENSIONS = {".h", ".hh", ".hpp", ".hxx", ".h++", ".cuh", ".inl", ".tpp", ".ipp", ".tcc"}
 _CLASS_KINDS = {"class_specifier": "class", "struct_specifier": "struct",
@@ -148,10 +151,11 @@ class _FileParser:
                 if a != b and not b.strip():
                     self.macro_rows.add(row)
         self.chunks: list[Chunk] = []
-        self.ids: set[str] = set()
+        self.ids = ChunkIds(path)
         self.namespaces_seen: set[str] = set()
         self.classes_seen: set[str] = set()
         self.failures = 0
+        self.failure = ""
 
     # ---- text helpers ------------------------------------------------------------------
     def txt(self, node, clean=False) -> str:
@@ -188,14 +192,22 @@ class _FileParser:
         leading = self.leading_comment(tree.root_node, sorted(caps.get("c", []),
                                                               key=lambda n: n.start_byte))
         return ParsedFile(path=self.path, chunks=self.chunks, includes=includes,
-                          leading_comment=leading, parse_errors=errors)
+                          leading_comment=leading, parse_errors=errors,
+                          failures=self.failures, failure=self.failure)
+
+    def fail(self, exc: Exception, node=None) -> None:
+        """Count a construct lost to a parser failure; the first one is kept for the report."""
+        self.failures += 1
+        if not self.failure:
+            where = f"line {node.start_point.row + 1}: " if node is not None else ""
+            self.failure = where + describe(exc)
 
     def visit_children(self, node, ctx: _Ctx) -> None:
         for child in node.named_children:
             try:
                 self.visit(child, ctx)
-            except Exception:  # noqa: BLE001 - one bad construct must not lose the file
-                self.failures += 1
+            except Exception as exc:  # noqa: BLE001 - one bad construct must not lose the file
+                self.fail(exc, child)
 
     def visit(self, node, ctx: _Ctx) -> None:
         t = node.type
@@ -385,8 +397,8 @@ class _FileParser:
                 "parameter_declaration", "declaration", "field_declaration") else fd
             try:
                 self.make_function(ctx, fd, body, head, body, head.start_byte, fd.end_byte)
-            except Exception:  # noqa: BLE001
-                self.failures += 1
+            except Exception as exc:  # noqa: BLE001 - counted and reported, as above
+                self.fail(exc, head)
 
     def class_like(self, spec, ctx: _Ctx, node, alias: str = "") -> None:
         body = spec.child_by_field_name("body")
@@ -493,12 +505,7 @@ class _FileParser:
         text = "\n".join(self.lines[start - 1: end])
         if len(text.strip()) < self.settings.min_chunk_chars:
             return None
-        base = f"{self.path}#{kind}:{fields.get('qualified_name') or fields.get('name')}@{start}"
-        cid, n = base, 1
-        while cid in self.ids:
-            n += 1
-            cid = f"{base}~{n}"
-        self.ids.add(cid)
+        cid = self.ids.new(kind, str(fields.get("qualified_name") or fields.get("name")), start)
         chunk = Chunk(id=cid, path=self.path, kind=kind, start_line=start, end_line=end,
                       text=text, language=self.language, scope=self.scope,
                       file_sha=self.file_sha, **fields)
@@ -644,10 +651,14 @@ def _compound_children(node):
 
 def parse_cpp(path: str, text: str, *, language: str = "cpp", scope: str = "other",
               file_sha: str = "", settings: ChunkSettings | None = None) -> ParsedFile:
-    """Chunks and file facts of one C/C++/CUDA file. Never raises: returns what it could."""
+    """Chunks and file facts of one C/C++/CUDA file. Never raises: returns what it could, with
+    the failure counted in ParsedFile.failures."""
     fp = None
     try:
         fp = _FileParser(path, text, language, scope, file_sha, settings)
         return fp.run()
-    except Exception:  # noqa: BLE001 - a parser must never take the pipeline down
-        return ParsedFile(path=path, chunks=fp.chunks if fp is not None else [], parse_errors=1)
+    except Exception as exc:  # noqa: BLE001 - a parser must never take the pipeline down
+        if fp is None:
+            return ParsedFile(path=path, chunks=[], failures=1, failure=describe(exc))
+        fp.fail(exc)
+        return ParsedFile(path=path, chunks=fp.chunks, failures=fp.failures, failure=fp.failure)

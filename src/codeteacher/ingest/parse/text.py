@@ -1,8 +1,8 @@
 """Docs (Markdown, reStructuredText, plain text) and build files cut into line-exact chunks.
 
 Every chunk covers whole source lines: `text` is exactly lines start_line..end_line. Sections
-that are too long are split at paragraph boundaries into parts "Title (part i/n)". Nothing
-here raises: on an unexpected failure the chunks made so far are returned.
+that are too long are split at paragraph boundaries into parts "Title (part i/n)". A failure
+here is a bug: it propagates, and the parse stage reports the file (ingest/stages.parse_file).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from ...contracts.models import Chunk, ParsedFile
 from ...contracts.settings import ChunkSettings
+from ...index.layout import ChunkIds
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -48,7 +49,7 @@ class _Builder:
         self.language, self.scope, self.file_sha = language, scope, file_sha
         self.settings = settings or ChunkSettings()
         self.chunks: list[Chunk] = []
-        self.ids: set[str] = set()
+        self.ids = ChunkIds(path)
 
     def trim(self, start: int, end: int) -> tuple[int, int]:
         while start <= end and not self.lines[start - 1].strip():
@@ -61,12 +62,7 @@ class _Builder:
         text = "\n".join(self.lines[start - 1: end])
         if len(text.strip()) < self.settings.min_chunk_chars:
             return
-        base = f"{self.path}#{self.kind}:{fields.get('qualified_name') or fields['name']}@{start}"
-        cid, n = base, 1
-        while cid in self.ids:
-            n += 1
-            cid = f"{base}~{n}"
-        self.ids.add(cid)
+        cid = self.ids.new(self.kind, fields.get("qualified_name") or fields["name"], start)
         self.chunks.append(Chunk(id=cid, path=self.path, kind=self.kind, start_line=start,
                                  end_line=end, text=text, language=self.language,
                                  scope=self.scope, file_sha=self.file_sha, **fields))
@@ -245,20 +241,17 @@ def chunk_doc(path: str, text: str, *, fmt: str, scope: str = "docs", file_sha: 
               settings: ChunkSettings | None = None) -> ParsedFile:
     """Doc sections of a Markdown ("markdown"), reStructuredText ("rst") or plain ("text") file."""
     b = _Builder(path, text.split("\n"), "doc_section", fmt, scope, file_sha, settings)
-    try:
-        name = posixpath.basename(path) or path
-        if fmt == "markdown":
-            b.emit_sections(_sections(_markdown_heads(b.lines), b.lines, name), fenced=True)
-        elif fmt == "rst":
-            b.emit_sections(_sections(_rst_heads(b.lines), b.lines, name), fenced=False)
-        else:
-            heads = _text_heads(b.lines)
-            first = heads[0][0] if heads else len(b.lines) + 1
-            secs = _first_line_sections(b, 1, first - 1) if first > 1 else []
-            secs += [s for s in _sections(heads, b.lines, name) if heads and s.start >= first]
-            b.emit_sections(secs, fenced=False)
-    except Exception:  # noqa: BLE001 - a chunker must never take the pipeline down
-        pass
+    name = posixpath.basename(path) or path
+    if fmt == "markdown":
+        b.emit_sections(_sections(_markdown_heads(b.lines), b.lines, name), fenced=True)
+    elif fmt == "rst":
+        b.emit_sections(_sections(_rst_heads(b.lines), b.lines, name), fenced=False)
+    else:
+        heads = _text_heads(b.lines)
+        first = heads[0][0] if heads else len(b.lines) + 1
+        secs = _first_line_sections(b, 1, first - 1) if first > 1 else []
+        secs += [s for s in _sections(heads, b.lines, name) if heads and s.start >= first]
+        b.emit_sections(secs, fenced=False)
     return ParsedFile(path=path, chunks=b.chunks)
 
 
@@ -322,35 +315,31 @@ def chunk_build(path: str, text: str, *, scope: str = "build", file_sha: str = "
     make = base.lower() in ("makefile", "gnumakefile") or base.lower().endswith((".mk", ".make"))
     b = _Builder(path, text.split("\n"), kind, language or ("make" if make else "cmake"),
                  scope, file_sha, settings)
-    leading = ""
-    try:
-        lines = b.lines
-        head = []
-        for line in lines:
-            if line.strip().startswith("#"):
-                head.append(line.strip().lstrip("#").strip())
-            elif line.strip() or head:
-                break
-        head = [h for h in head if h.strip("-=#*~_ ")]  # drop ruler lines
-        leading = "\n".join(head).strip()
-        leading = "" if _BANNER.search(leading) else leading
-        window = max(1, b.settings.build_window_lines)
-        cuts = _build_boundaries(lines, make)
-        start, n = 1, len(lines)
-        while start <= n:
-            if start + window - 1 >= n:
-                ranges_end = n
-            else:  # best tier, then latest, among boundaries past the first third
-                cands = [c for c in range(start + 1, start + window + 1) if c in cuts]
-                pool = [c for c in cands if c > start + window // 3] or cands
-                best = max(pool, key=lambda c: (-cuts[c], c)) if pool else start + window
-                ranges_end = best - 1
-            s, e = b.trim(start, ranges_end)
-            if s <= e:
-                names = _command_names(lines, s, e, make)
-                name = f"{base}: {', '.join(names)}" if names else base
-                b.add(s, e, name=name, qualified_name=name, comment=leading)
-            start = ranges_end + 1
-    except Exception:  # noqa: BLE001
-        pass
+    lines = b.lines
+    head = []
+    for line in lines:
+        if line.strip().startswith("#"):
+            head.append(line.strip().lstrip("#").strip())
+        elif line.strip() or head:
+            break
+    head = [h for h in head if h.strip("-=#*~_ ")]  # drop ruler lines
+    leading = "\n".join(head).strip()
+    leading = "" if _BANNER.search(leading) else leading
+    window = max(1, b.settings.build_window_lines)
+    cuts = _build_boundaries(lines, make)
+    start, n = 1, len(lines)
+    while start <= n:
+        if start + window - 1 >= n:
+            ranges_end = n
+        else:  # best tier, then latest, among boundaries past the first third
+            cands = [c for c in range(start + 1, start + window + 1) if c in cuts]
+            pool = [c for c in cands if c > start + window // 3] or cands
+            best = max(pool, key=lambda c: (-cuts[c], c)) if pool else start + window
+            ranges_end = best - 1
+        s, e = b.trim(start, ranges_end)
+        if s <= e:
+            names = _command_names(lines, s, e, make)
+            name = f"{base}: {', '.join(names)}" if names else base
+            b.add(s, e, name=name, qualified_name=name, comment=leading)
+        start = ranges_end + 1
     return ParsedFile(path=path, chunks=b.chunks, leading_comment=leading)
