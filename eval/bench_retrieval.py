@@ -1,29 +1,47 @@
-"""Retrieval benchmark: evidence-file recall@5/@10 per category, warm query latency, and an
-ablation of the online retrieval parts (each switched off in turn).
+"""Retrieval benchmark: evidence-file recall@5/@10 per question set and per category, with two
+peers computed in the same run beside ours, warm query latency, and an ablation of the online
+retrieval parts (each switched off in turn).
 
-    .venv/bin/python eval/bench_retrieval.py --index embeddings/ippl \
-        --questions ../shared/benchmarks/ippl/questions_v2.json \
-        --references ../shared/benchmarks/ippl/reference_answers_v2.json [--ablation] [--json OUT]
+    .venv/bin/python eval/bench_retrieval.py \
+        --v2 embeddings/ippl --v2-questions ../shared/benchmarks/ippl/questions_v2.json \
+        --v2-references ../shared/benchmarks/ippl/reference_answers_v2.json \
+        --dev ../shared/benchmarks/dev/questions.json \
+        --dev-index TeaLeaf=embeddings/TeaLeaf --dev-index ExaMiniMD=embeddings/ExaMiniMD \
+        [--ablation] [--json OUT] [--show-misses]
 
-Gold files follow the evaluation rule (codeteacher.evaluation.metrics.gold_files): the file
-names in the reference answer, else in the question, kept where the corpus has such a file.
+Question sets:
+- v2 (IPPL public questions): gold files follow the evaluation rule
+  (codeteacher.evaluation.metrics.gold_files): the file names in the reference answer, else in
+  the question, kept where the corpus has such a file; matched by base name.
+- dev sets (a questions.json with `gold_files` relative to the repository root, one index per
+  corpus): matched by full repository-relative path.
+
+Peers (same questions, same gold, same k):
+- `bm25 files`: BM25 over whole files (the file's full text, our identifier-aware tokenizer),
+  one item per file: the simplest naive file search.
+- `fused`: dense (FAISS) + chunk BM25 fused by reciprocal rank, no rerank, expansion, routing,
+  lookups or per-file limits: the plain hybrid RAG baseline.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path, PurePosixPath
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 from codeteacher.api import Engine
+from codeteacher.evaluation.metrics import corpus_name_map, gold_files
+
 from codeteacher.contracts.settings import load_settings
-from codeteacher.evaluation.metrics import corpus_name_map, gold_files, recall_at_k
+from codeteacher.index.lexical import LexicalIndex, tokenize
 
 # Each ablation switches one part of the online stage off (settings path -> value).
 ABLATIONS = {
@@ -32,9 +50,18 @@ ABLATIONS = {
     "no rerank": {"rerank.enabled": False},
     "no expansion": {"expansion.enabled": False},
     "no context filter": {"context_filter.enabled": False},
-    "foundation only": {"routing.enabled": False, "rerank.enabled": False,
-                        "expansion.enabled": False, "context_filter.enabled": False},
+    "no exact tokens": {"retrieval.exact_tokens.enabled": False},
+    "no file channel": {"retrieval.file_channel.enabled": False},
+    "no name family cap": {"retrieval.max_per_name": None},
+    "3 per file": {"retrieval.max_per_file": 3},
+    "folders kept": {"retrieval.modules_as_files": False},
+    # Tried and off by default: switched ON here to show what they would do.
+    "+ feedback (PRF)": {"retrieval.feedback.enabled": True},
+    "+ other-file expansion": {f"expansion.profiles.{p}.{r}": 1
+                               for p in ("minimal", "balanced", "broad")
+                               for r in ("twin", "build", "bases")},
 }
+K_MAX = 10
 
 
 def with_overrides(settings, overrides: dict):
@@ -48,74 +75,212 @@ def with_overrides(settings, overrides: dict):
     return type(settings).model_validate(data)
 
 
-def evaluate(engine: Engine, questions, refs, k_max: int = 10) -> dict:
-    corpus = corpus_name_map(engine.store.manifest.files)
+def _recall(gold: list[str], got: list[str], k: int) -> float:
+    seen = set(got[:k])
+    return sum(1 for g in gold if g in seen) / len(gold)
+
+
+class QuestionSet:
+    """Questions of one corpus with their gold files and how files are compared."""
+
+    def __init__(self, name: str, index: str, questions: list[dict], by_basename: bool):
+        self.name, self.index, self.questions, self.by_basename = name, index, questions, \
+            by_basename
+
+    def key(self, path: str) -> str:
+        return PurePosixPath(path).name.lower() if self.by_basename else path
+
+
+def load_sets(args) -> list[QuestionSet]:
+    sets = []
+    if args.v2:
+        qs = json.loads(Path(args.v2_questions).read_text())["questions"]
+        refs = {a["id"]: a["answer"]
+                for a in json.loads(Path(args.v2_references).read_text())["answers"]}
+        sets.append(QuestionSet("v2", args.v2, [{**q, "_ref": refs.get(q["id"], "")}
+                                                for q in qs], by_basename=True))
+    if args.dev:
+        dev = json.loads(Path(args.dev).read_text())["questions"]
+        for spec in args.dev_index:
+            name, _, index = spec.partition("=")
+            qs = [q for q in dev if q["corpus"] == name]
+            if not qs:
+                raise SystemExit(f"error: no dev questions for corpus '{name}'")
+            sets.append(QuestionSet(name, index, qs, by_basename=False))
+    if not sets:
+        raise SystemExit("error: give --v2 and/or --dev with --dev-index NAME=INDEX")
+    return sets
+
+
+def gold_of(qset: QuestionSet, q: dict, corpus_names: dict) -> list[str]:
+    if qset.by_basename:
+        gold, _ = gold_files(q.get("_ref", ""), q["question"], corpus_names)
+        return [g.lower() for g in gold]
+    return list(q["gold_files"])
+
+
+class FilePeer:
+    """BM25 over whole files of the index's repository."""
+
+    def __init__(self, store):
+        self.paths = sorted(store.manifest.files)
+        docs = []
+        for p in self.paths:
+            try:
+                text = (store.root / p).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            docs.append(tokenize(p.replace("/", " ").replace(".", " ") + " " + text))
+        self.bm25 = LexicalIndex.build(docs)
+
+    def search(self, question: str, k: int) -> list[str]:
+        s = self.bm25.scores(tokenize(question))
+        order = np.argsort(-s)[:k]
+        return [self.paths[i] for i in order if s[i] > 0]
+
+
+def fused_peer(engine: Engine, question: str, k: int) -> list[str]:
+    """Dense + chunk BM25 by reciprocal rank; nothing else."""
+    store, rs = engine.store, engine.settings.retrieval
+    qvec = engine.embedder.embed([question])[0]
+    fused: dict[int, float] = defaultdict(float)
+    _, ids = store.faiss.search(qvec.reshape(1, -1), min(rs.dense_k, len(store.records)))
+    for rank, i in enumerate(i for i in ids[0] if i >= 0):
+        fused[int(i)] += 1.0 / (rs.rrf_k + rank + 1)
+    lex = store.lexical.scores(tokenize(question))
+    top = np.argsort(-lex)[: rs.lexical_k]
+    for rank, i in enumerate(i for i in top if lex[i] > 0):
+        fused[int(i)] += 1.0 / (rs.rrf_k + rank + 1)
+    best = sorted(fused, key=lambda i: -fused[i])[:k]
+    return [store.records[i].path for i in best]
+
+
+def evaluate_ours(engine: Engine, qset: QuestionSet, gold: dict) -> dict:
     per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     latencies, misses = [], []
-    for q in questions:
+    for q in qset.questions:
         t0 = time.perf_counter()
-        hits = engine.search(q["question"], k=k_max)
+        hits = engine.search(q["question"], k=K_MAX)
         latencies.append((time.perf_counter() - t0) * 1000)
-        gold, _ = gold_files(refs.get(q["id"], ""), q["question"], corpus)
-        if not gold:
+        g = gold[q["id"]]
+        if not g:
             continue
-        items = [[PurePosixPath(h.chunk.path).name] for h in hits]
-        for k in (5, 10):
-            r = recall_at_k(gold, items, k)
-            per_cat[q["category"]][f"r@{k}"].append(r)
-            per_cat["ALL"][f"r@{k}"].append(r)
-        if recall_at_k(gold, items, 5) < 1:
-            misses.append((q["id"], gold, [i[0] for i in items[:5]]))
+        got = [qset.key(h.chunk.path) for h in hits]
+        _add(per_cat, q["category"], g, got)
+        if _recall(g, got, 5) < 1:
+            misses.append({"id": q["id"], "gold": g, "top5": got[:5],
+                           "why": [h.why[:3] for h in hits[:5]]})
     lat = sorted(latencies)
-    return {
-        "recall": {c: {m: round(statistics.mean(v), 3) for m, v in d.items()} | {"n": len(d["r@5"])}
-                   for c, d in per_cat.items()},
-        "p50_ms": round(lat[len(lat) // 2], 1), "p95_ms": round(lat[int(len(lat) * 0.95) - 1], 1),
-        "misses": misses,
-    }
+    return {"recall": _means(per_cat), "p50_ms": round(lat[len(lat) // 2], 1),
+            "p95_ms": round(lat[max(0, int(len(lat) * 0.95) - 1)], 1), "misses": misses}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--index", required=True)
-    ap.add_argument("--questions", required=True)
-    ap.add_argument("--references", required=True)
-    ap.add_argument("--settings")
-    ap.add_argument("--ablation", action="store_true")
-    ap.add_argument("--json")
-    ap.add_argument("--show-misses", action="store_true")
-    args = ap.parse_args()
-    questions = json.loads(Path(args.questions).read_text())["questions"]
-    refs = {a["id"]: a["answer"] for a in json.loads(Path(args.references).read_text())["answers"]}
-    base = load_settings(args.settings)
-    con = Console()
-    runs = ABLATIONS if args.ablation else {"full": {}}
-    results = {}
-    engine = Engine.load(args.index, base)
+def evaluate(engine: Engine, questions: list[dict], refs: dict[str, str]) -> dict:
+    """v2-style run of our pipeline on one index (used by bench_ingest.py)."""
+    qset = QuestionSet("v2", str(engine.store.path),
+                       [{**q, "_ref": refs.get(q["id"], "")} for q in questions], by_basename=True)
+    names = corpus_name_map(engine.store.manifest.files)
+    return evaluate_ours(engine, qset, {q["id"]: gold_of(qset, q, names) for q in qset.questions})
+
+
+def _add(per_cat, category: str, gold: list[str], got: list[str]) -> None:
+    for k in (5, 10):
+        r = _recall(gold, got, k)
+        per_cat[category][f"r@{k}"].append(r)
+        per_cat["ALL"][f"r@{k}"].append(r)
+
+
+def _means(per_cat) -> dict:
+    return {c: {m: round(statistics.mean(v), 3) for m, v in d.items()} | {"n": len(d["r@5"])}
+            for c, d in per_cat.items()}
+
+
+def evaluate_peer(search_fn, qset: QuestionSet, gold: dict) -> dict:
+    per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for q in qset.questions:
+        g = gold[q["id"]]
+        if g:
+            _add(per_cat, q["category"], g, [qset.key(p) for p in search_fn(q["question"])])
+    return {"recall": _means(per_cat)}
+
+
+def run_set(qset: QuestionSet, base, runs: dict) -> dict:
+    engine = Engine.load(qset.index, base)
     engine.search("warm up the models")
+    names = corpus_name_map(engine.store.manifest.files)
+    gold = {q["id"]: gold_of(qset, q, names) for q in qset.questions}
+    out: dict[str, dict] = {}
+    t0 = time.perf_counter()
+    peer = FilePeer(engine.store)
+    out["bm25 files"] = evaluate_peer(lambda q: peer.search(q, K_MAX), qset, gold)
+    out["bm25 files"]["build_s"] = round(time.perf_counter() - t0, 2)
+    out["fused"] = evaluate_peer(lambda q: fused_peer(engine, q, K_MAX), qset, gold)
     for label, overrides in runs.items():
         engine.settings = with_overrides(base, overrides)
         engine.search("warm up")
-        results[label] = evaluate(engine, questions, refs)
-    cats = sorted({c for r in results.values() for c in r["recall"]}, key=lambda c: (c == "ALL", c))
-    table = Table(title=f"evidence-file recall@5 / @10 — {args.index}")
+        out[label] = evaluate_ours(engine, qset, gold)
+    return out
+
+
+def print_set(con: Console, name: str, results: dict) -> None:
+    cats = sorted({c for r in results.values() for c in r["recall"]},
+                  key=lambda c: (c == "ALL", c))
+    table = Table(title=f"{name}: evidence-file recall@5 / @10")
     table.add_column("category")
     table.add_column("n", justify="right")
     for label in results:
         table.add_column(label, justify="right")
     for c in cats:
-        first = next(iter(results.values()))["recall"].get(c, {})
+        first = results["full"]["recall"].get(c, {})
         row = [c, str(first.get("n", 0))]
         for r in results.values():
             m = r["recall"].get(c)
             row.append(f"{m['r@5']:.2f} / {m['r@10']:.2f}" if m else "-")
         table.add_row(*row)
     table.add_row("latency p50 / p95 ms", "",
-                  *[f"{r['p50_ms']} / {r['p95_ms']}" for r in results.values()])
+                  *[f"{r['p50_ms']} / {r['p95_ms']}" if "p50_ms" in r else ""
+                    for r in results.values()])
     con.print(table)
-    if args.show_misses:
-        for qid, gold, got in results["full"]["misses"]:
-            con.print(f"miss {qid}: gold={gold} top5={got}", markup=False)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--v2", "--index", metavar="INDEX", help="IPPL index for the v2 questions")
+    ap.add_argument("--v2-questions", "--questions")
+    ap.add_argument("--v2-references", "--references")
+    ap.add_argument("--dev", metavar="QUESTIONS", help="dev questions.json (gold_files)")
+    ap.add_argument("--dev-index", action="append", default=[], metavar="NAME=INDEX")
+    ap.add_argument("--settings")
+    ap.add_argument("--ablation", action="store_true")
+    ap.add_argument("--only", action="append", default=[], metavar="LABEL",
+                    help="run only these ablation labels (with --ablation)")
+    ap.add_argument("--json")
+    ap.add_argument("--show-misses", action="store_true")
+    args = ap.parse_args()
+    if args.v2 and not (args.v2_questions and args.v2_references):
+        raise SystemExit("error: --v2 needs --v2-questions and --v2-references")
+    sets = load_sets(args)
+    base = load_settings(args.settings)
+    runs = ABLATIONS if args.ablation else {"full": {}}
+    if args.only:
+        runs = {k: v for k, v in runs.items() if k == "full" or k in args.only}
+    con = Console(width=int(os.environ.get("COLUMNS", 200)))
+    results = {}
+    for qset in sets:
+        results[qset.name] = run_set(qset, base, runs)
+        print_set(con, qset.name, results[qset.name])
+        if args.show_misses:
+            for m in results[qset.name]["full"]["misses"]:
+                con.print(f"miss {m['id']}: gold={m['gold']} top5={m['top5']}", markup=False)
+    summary = Table(title="ALL questions per set: recall@5 / @10")
+    summary.add_column("set")
+    labels = list(next(iter(results.values())))
+    for label in labels:
+        summary.add_column(label, justify="right")
+    for name, res in results.items():
+        summary.add_row(name, *[f"{res[lb]['recall']['ALL']['r@5']:.3f} / "
+                                f"{res[lb]['recall']['ALL']['r@10']:.3f}" for lb in labels])
+    con.print(summary)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

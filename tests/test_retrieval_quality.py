@@ -655,8 +655,10 @@ def test_location_lookups_list_distinct_files(minipic_index):
     assert len(paths) == len(set(paths)), paths
     pusher = next(e for e in top if e.path == "include/minipic/pusher.hpp")
     assert pusher.kind != "file" and "borisPush" in pusher.symbol, pusher
-    # with the intent's cap lifted, the general per-file limit applies again
-    loose = variant(minipic_index,
-                    lambda s: setattr(s.routing.intents["location_lookup"], "max_per_file", None))
+    # with the intent's cap lifted, the general per-file limit applies again (here 3)
+    def lift(s):
+        s.routing.intents["location_lookup"].max_per_file = None
+        s.retrieval.max_per_file = 3
+    loose = variant(minipic_index, lift)
     loose_paths = [e.path for e in loose.ask(question).evidence]
     assert max(Counter(loose_paths).values()) > 1, loose_paths

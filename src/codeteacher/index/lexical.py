@@ -98,6 +98,9 @@ def acronyms(text: str, vocab) -> list[str]:
     return out
 
 
+FILES_SUBDIR = "files"  # whole-file BM25, inside the chunk BM25 folder
+
+
 class SavedScores:
     """The read side of a saved bm25s index, for querying: bm25s stores every (token, document)
     BM25 score in a CSC matrix, and for these methods (no non-occurrence term) a query's scores
@@ -137,13 +140,17 @@ class SavedScores:
 
 
 class LexicalIndex:
-    """BM25 over token lists; scores for every document at once (corpora are small)."""
+    """BM25 over token lists; scores for every document at once (corpora are small).
+
+    `files` (optional) is a second BM25 over whole files, one document per repository file:
+    a file's words together say what it is about better than any one of its chunks."""
 
     def __init__(self, retriever, df: dict[str, int] | None = None):
         self._r = retriever
         self.vocab = retriever.vocab_dict
         self.df = df or {}
         self.n_docs = int(retriever.scores["num_docs"])
+        self.files: FileLexicalIndex | None = None
 
     def idf(self, token: str) -> float:
         """BM25-style inverse document frequency (unknown tokens count as rare)."""
@@ -182,6 +189,8 @@ class LexicalIndex:
             raise TypeError("a loaded index is read-only; build one to save it")
         self._r.save(str(folder), show_progress=False)
         (Path(folder) / "df.json").write_text(json.dumps(self.df), encoding="utf-8")
+        if self.files is not None:
+            self.files.save(Path(folder) / FILES_SUBDIR)
 
     @classmethod
     def load(cls, folder: Path) -> "LexicalIndex":
@@ -191,7 +200,51 @@ class LexicalIndex:
         df = json.loads(df_file.read_text(encoding="utf-8")) if df_file.is_file() else {}
         saved = SavedScores.open(Path(folder))
         if saved is not None:
-            return cls(saved, df)
-        import bm25s
+            index = cls(saved, df)
+        else:
+            import bm25s
 
-        return cls(bm25s.BM25.load(str(folder), show_progress=False), df)
+            index = cls(bm25s.BM25.load(str(folder), show_progress=False), df)
+        if (Path(folder) / FILES_SUBDIR / "paths.json").is_file():
+            index.files = FileLexicalIndex.load(Path(folder) / FILES_SUBDIR)
+        return index
+
+
+def file_tokens(path: str, text: str) -> list[str]:
+    """Tokens of a whole file: its path words, then its text."""
+    return tokenize(path.replace("/", " ").replace(".", " ") + " " + text)
+
+
+class FileLexicalIndex:
+    """BM25 with one document per repository file (path -> row)."""
+
+    def __init__(self, index: LexicalIndex, paths: list[str]):
+        self.index, self.paths = index, paths
+
+    @classmethod
+    def build(cls, root: Path, paths: list[str]) -> "FileLexicalIndex":
+        docs = []
+        for p in paths:
+            try:
+                text = (Path(root) / p).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            docs.append(file_tokens(p, text))
+        return cls(LexicalIndex.build(docs), list(paths))
+
+    def scores(self, query_tokens: list[str]) -> np.ndarray:
+        return self.index.scores(query_tokens)
+
+    def save(self, folder: Path) -> None:
+        import json
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self.index.save(folder)
+        (folder / "paths.json").write_text(json.dumps(self.paths), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path) -> "FileLexicalIndex":
+        import json
+
+        paths = json.loads((folder / "paths.json").read_text(encoding="utf-8"))
+        return cls(LexicalIndex.load(folder), paths)

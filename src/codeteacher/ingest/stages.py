@@ -56,7 +56,7 @@ from ..index.layout import (  # noqa: F401
     lexical_text,
     vector_key,
 )
-from ..index.lexical import LexicalIndex, tokenize
+from ..index.lexical import FileLexicalIndex, LexicalIndex, tokenize
 from .collect import collect, read_text
 from .entities import build_entities
 from .graph import build_structure
@@ -300,7 +300,9 @@ def stage_index(work: Path, out_dir: Path, settings: Settings, name: str,
     tmp = out_dir / (FAISS + ".tmp")
     faiss.write_index(index, str(tmp))
     tmp.replace(out_dir / FAISS)
-    LexicalIndex.build([tokenize(lexical_text(r)) for r in records]).save(out_dir / BM25)
+    lexical = LexicalIndex.build([tokenize(lexical_text(r)) for r in records])
+    lexical.files = FileLexicalIndex.build(Path(report.root), [f.path for f in report.files])
+    lexical.save(out_dir / BM25)
     counts: dict[str, int] = defaultdict(int)
     for r in records:
         counts[f"kind.{r.kind}"] += 1

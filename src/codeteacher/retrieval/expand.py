@@ -6,11 +6,18 @@ each records the seed and the relation that brought it in.
 """
 from __future__ import annotations
 
+import re
+from collections import defaultdict
+from pathlib import PurePosixPath
+
 import numpy as np
 
 from ..contracts.settings.retrieval import ExpansionSettings
 from ..index.layout import chain_root, file_node, node_chunk, node_path, sym_node
 from ..index.store import IndexStore
+from .query import CODE_EXT
+
+_FILE_WORD = re.compile(r"[\w./+-]+\.[A-Za-z][A-Za-z0-9]{0,5}")
 
 
 def _best_by_similarity(store: IndexStore, ids: list[int], qvec: np.ndarray, n: int) -> list[int]:
@@ -28,6 +35,36 @@ def _included(store: IndexStore, path: str, qvec: np.ndarray, n: int) -> list[in
     return _best_by_similarity(store, [i for i in ids if i is not None], qvec, n)
 
 
+def _twins(store: IndexStore, path: str) -> list[str]:
+    """Declaration/definition twins: the same stem in the same folder, another code file
+    (X.h / X.hpp / X.cpp)."""
+    pp = PurePosixPath(path)
+    if pp.suffix.lower() not in CODE_EXT:
+        return []
+    return [p for p in store.by_stem.get(pp.stem.lower(), []) if p != path
+            and PurePosixPath(p).parent == pp.parent and PurePosixPath(p).suffix.lower()
+            in CODE_EXT]
+
+
+def _build_mentions(store: IndexStore) -> dict[str, list[int]]:
+    """base name -> build records (CMake, Makefile, ...) whose text names that file; computed
+    once per loaded index."""
+    cached = getattr(store, "_build_mentions", None)
+    if cached is not None:
+        return cached
+    names = {PurePosixPath(p).name for p in store.manifest.files}
+    out: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(store.records):
+        if r.scope != "build" or r.kind in ("file", "module"):
+            continue
+        for word in set(_FILE_WORD.findall(r.text)):
+            base = PurePosixPath(word).name
+            if base in names and PurePosixPath(r.path).name != base:
+                out[base].append(i)
+    store._build_mentions = out
+    return out
+
+
 def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profile_name: str,
            settings: ExpansionSettings, make_candidate) -> list[tuple[int, str, str]]:
     """Add neighbours to `cands` (idx -> Candidate); returns (idx, relation, seed id) added."""
@@ -40,11 +77,17 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
             return False
         seed_rec = records[seed.idx]
         # Supplementary context (what a file includes) is further from the question.
-        score = seed.score * settings.decay * (settings.decay if klass == "supplementary" else 1)
+        other_file = klass == "other_file"
+        decay = settings.other_file_decay if other_file else settings.decay
+        score = seed.score * decay * (settings.decay if klass == "supplementary" else 1)
+        klass = "expansion" if other_file else klass
         if i in cands:
             c = cands[i]
             if c.evidence_class == "primary":
                 c.why.append(f"also {relation} of {seed_rec.name or seed_rec.path}")
+                if other_file and score > c.score:  # found weakly, now carried by the seed
+                    c.score = score
+                    return True
                 return False
             if any(a[0] == i for a in added):  # reached again from another seed
                 return False
@@ -60,9 +103,31 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         chunk_id = node_chunk(node)
         return store.by_id.get(chunk_id) if chunk_id else None
 
+    shown = {records[c.idx].path for c in ranked[: settings.seeds]}
+
+    def best_in(path: str) -> int | None:
+        members = [i for i in store.by_path.get(path, []) if records[i].kind not in
+                   ("declaration", "function_part") and not records[i].is_declaration]
+        best = _best_by_similarity(store, members, qvec, 1)
+        return best[0] if best else store.file_record_index(path)
+
     for seed in ranked[: settings.seeds]:
         r = records[seed.idx]
         node = sym_node(r.id)
+        # Other files first: the twin that declares or defines, the build file naming it.
+        for p in [t for t in _twins(store, r.path) if t not in shown][: prof.twin]:
+            if add(best_in(p), "declaration/definition twin", seed, "other_file"):
+                shown.add(p)
+        if prof.build and r.kind != "module":
+            builds = [i for i in _build_mentions(store).get(PurePosixPath(r.path).name, [])
+                      if records[i].path not in shown]
+            for i in _best_by_similarity(store, builds, qvec, prof.build):
+                if add(i, "build file naming it", seed, "other_file"):
+                    shown.add(records[i].path)
+        if prof.bases and r.kind in ("class", "struct"):
+            bases = [sym_index(d) for t, d in store.edges_out.get(node, []) if t == "inherits"]
+            for i in [b for b in bases if b is not None][: prof.bases]:
+                add(i, "base class", seed, "other_file")
         if r.kind == "file":
             members = [i for i in store.by_path.get(r.path, []) if records[i].kind not in
                        ("file", "declaration", "function_part") and not records[i].is_declaration]

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from ..index.lexical import STOP, acronyms, tokenize
 from ..index.store import IndexStore
+from .literal import literals
 
 # File names in a question: a run of path characters that starts with a word character and
 # ends in ".ext". One regex for that ([\w][\w./+-]*\.[A-Za-z]...\b) backtracks over every
@@ -22,7 +23,7 @@ _PATH_RUN = re.compile(r"[\w./+-]+")
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}\b")
 _WORD_CHAR = re.compile(r"\w")
 _IDENT = re.compile(r"`([^`]+)`|([A-Za-z_~][A-Za-z0-9_]*(?:::[A-Za-z_~][A-Za-z0-9_]*)*)(\s*\()?")
-_CODE_EXT = (".h", ".hh", ".hpp", ".hxx", ".cpp", ".cc", ".cxx", ".c", ".cu", ".cuh", ".tpp",
+CODE_EXT = (".h", ".hh", ".hpp", ".hxx", ".cpp", ".cc", ".cxx", ".c", ".cu", ".cuh", ".tpp",
              ".inl", ".ipp", ".tcc")
 
 
@@ -34,6 +35,7 @@ class QueryAnalysis(BaseModel):
     stem_files: list[str] = Field(default_factory=list)  # named by stem ("runBench")
     symbols: dict[str, float] = Field(default_factory=dict)  # symbol -> confidence (0..1]
     modules: list[str] = Field(default_factory=list)
+    literals: list[str] = Field(default_factory=list)  # identifier-shaped words, as written
     intent: str = ""  # set by routing
     profile: str = ""  # expansion profile chosen by the intent
     wanted: list[str] = Field(default_factory=list)  # requested entity types
@@ -64,11 +66,11 @@ def _strong_identifier(word: str, backticked: bool, called: bool) -> bool:
 
 def _siblings(store: IndexStore, path: str) -> list[str]:
     pp = PurePosixPath(path)
-    if pp.suffix.lower() not in _CODE_EXT:
+    if pp.suffix.lower() not in CODE_EXT:
         return []
     same_dir = [p for p in store.by_stem.get(pp.stem.lower(), [])
                 if p != path and PurePosixPath(p).parent == pp.parent
-                and PurePosixPath(p).suffix.lower() in _CODE_EXT]
+                and PurePosixPath(p).suffix.lower() in CODE_EXT]
     return same_dir
 
 
@@ -76,7 +78,10 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
             ) -> QueryAnalysis:
     tokens = tokenize(question)
     tokens += [a for a in acronyms(question, store.lexical.vocab) if a not in tokens]
-    qa = QueryAnalysis(question=question, tokens=tokens)
+    project_names = {n.lower() for n in (store.manifest.name, PurePosixPath(
+        store.manifest.root).name) if n}
+    qa = QueryAnalysis(question=question, tokens=tokens, literals=[
+        w for w in literals(question) if w.lower() not in project_names])
     files: list[str] = []
     for word in file_names(question):
         word = word.strip("./")
@@ -115,6 +120,8 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
             continue
         if "." in word and not quoted:
             continue
+        if word.lower() in project_names:
+            continue  # the project's own name ("build Foo") means the project, not class Foo
         candidates = [word, word.split("::")[-1]] if "::" in word else [word]
         for cand in candidates:
             defs = store.by_symbol.get(cand)
@@ -129,7 +136,10 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
                 qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), weak)
             break
 
+    # A file path names its file, not its folder: "src/x.h" does not ask about "src/".
     lowered = question.lower()
+    for p in qa.named_files:
+        lowered = lowered.replace(p.lower(), " ")
     for module in store.modules:
         if not module or module == ".":
             continue

@@ -76,7 +76,8 @@ def _owner_and_name(c: Chunk) -> str:
 
 
 def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
-             wanted: list[str], same_file: int, trivial_lines: int, idf) -> dict[str, float]:
+             wanted: list[str], same_file: int, trivial_lines: int, idf,
+             flow_min_calls: int = 3, support_cap: int = 3) -> dict[str, float]:
     f: dict[str, float] = {}
     q_mass = sum(idf(t) for t in qset) or 1.0
     parts = _name_parts(_owner_and_name(c))
@@ -98,10 +99,10 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
     if c.comment or c.explanation:
         f["documented"] = 1.0
     if same_file:
-        f["file_support"] = float(min(3, same_file))
-    if intent in ("data_flow", "workflow") and (c.kind == "call_chain" or len(c.calls) >= 3):
+        f["file_support"] = float(min(support_cap, same_file))
+    if rule and rule.flow_cue and (c.kind == "call_chain" or len(c.calls) >= flow_min_calls):
         f["flow_cue"] = 1.0
-    if intent == "api_usage" and PurePosixPath(c.path).suffix.lower() in HEADER_EXT and c.comment:
+    if rule and rule.api_cue and PurePosixPath(c.path).suffix.lower() in HEADER_EXT and c.comment:
         f["api_cue"] = 1.0
     if low_signal(c, trivial_lines):
         f["low_signal"] = 1.0
@@ -128,7 +129,8 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     for c in top:
         r = records[c.idx]
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
-                         settings.trivial_lines, idf)
+                         settings.trivial_lines, idf, settings.flow_min_calls,
+                         settings.file_support_cap)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta

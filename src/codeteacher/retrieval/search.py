@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 import numpy as np
 
 from ..contracts.models import SearchHit
 from ..contracts.settings import Settings
+from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
-from .query import QueryAnalysis, analyze
+from .literal import match_literals
+from .query import CODE_EXT, QueryAnalysis, analyze
 
 
 @dataclass
@@ -49,8 +52,8 @@ def _top(scores: np.ndarray, k: int) -> list[int]:
 
 
 def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
-                      settings: Settings, allowed: np.ndarray | None = None
-                      ) -> dict[int, Candidate]:
+                      settings: Settings, allowed: np.ndarray | None = None,
+                      file_weight: float | None = None) -> dict[int, Candidate]:
     rs = settings.retrieval
     cands: dict[int, Candidate] = {}
 
@@ -80,6 +83,10 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
         c.lexical_rank = rank
         c.fused += 1.0 / (rs.rrf_k + rank + 1)
         c.why.append(f"bm25 #{rank + 1}")
+    _feedback(store, qa, rs, get, allowed, cands)
+    _exact_tokens(store, qa, rs, get, allowed)
+    _file_channel(store, qvec, qa, rs, get, allowed, lex, list(cands),
+                  rs.file_channel.weight if file_weight is None else file_weight)
 
     # Exact file lookups: the file's entity, plus its best chunks by similarity (file-scoped).
     for path in qa.files:
@@ -98,25 +105,27 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
         members = [i for i in store.by_path.get(path, [])
                    if store.records[i].kind not in ("file",) and (allowed is None or allowed[i])]
         if members:
-            local = np.asarray(store.vectors[members]) @ qvec + 0.02 * lex[members]
+            local = np.asarray(store.vectors[members]) @ qvec + rs.file_scoped_lexical * \
+                lex[members]
             for j in np.argsort(-local)[:rs.file_scoped_k]:
                 c = get(members[int(j)])
-                c.fused += bonus * 0.8
+                c.fused += bonus * rs.file_scoped_factor
                 c.why.append("best match inside named file")
     # Exact symbol lookups: definitions outrank declarations; a class's constructors share
     # its name but are not what "the class X" refers to, so they get a fraction.
     mentions_ctor = any(w in qa.question.lower() for w in ("constructor", "destructor"))
     for sym, conf in qa.symbols.items():
         defs = store.by_symbol.get(sym, [])
-        for i in defs[:12]:
+        for i in defs[:rs.max_symbol_defs]:
             if allowed is not None and not allowed[i]:
                 continue
             r = store.records[i]
-            weight = conf * (0.6 if r.is_declaration or r.kind == "declaration" else 1.0)
+            weight = conf * (rs.declaration_factor if r.is_declaration or r.kind == "declaration"
+                             else 1.0)
             if r.kind == "function_part":
-                weight *= 0.5
+                weight *= rs.function_part_factor
             if r.kind in ("constructor", "destructor") and not mentions_ctor:
-                weight *= 0.3
+                weight *= rs.constructor_factor
             c = get(i)
             c.fused += rs.exact_symbol_bonus * weight
             c.why.append(f"symbol '{sym}' named")
@@ -124,23 +133,103 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
         mi = store.modules.get(module)
         if mi is not None and (allowed is None or allowed[mi]):
             c = get(mi)
-            c.fused += rs.exact_file_bonus * 0.8
+            c.fused += rs.exact_file_bonus * rs.module_factor
             c.why.append("folder named in question")
     for c in cands.values():
         c.score = c.fused
     return cands
 
 
+def _feedback(store: IndexStore, qa: QueryAnalysis, rs, get, allowed, cands) -> None:
+    """Pseudo-relevance feedback in the repository's own vocabulary: words that several of the
+    best first-round chunks share (and the question lacks) query BM25 once more, as one more
+    ranked list at reduced weight. Bridges prose ("split the domain") to code words."""
+    fb = rs.feedback
+    if not fb.enabled or not cands:
+        return
+    top = sorted(cands.values(), key=lambda c: -c.fused)[: fb.docs]
+    asked = set(qa.tokens)
+    seen: dict[str, int] = defaultdict(int)
+    for c in top:
+        r = store.records[c.idx]
+        for t in set(tokenize(f"{r.qualified_name} {r.signature} {r.comment} "
+                              f"{r.text[: fb.chars]}")):
+            if len(t) >= 3 and t not in asked and t not in STOP:
+                seen[t] += 1
+    terms = sorted((t for t, n in seen.items() if n >= fb.min_docs and t in store.lexical.vocab),
+                   key=lambda t: -seen[t] * store.lexical.idf(t))[: fb.terms]
+    if not terms:
+        return
+    scores = store.lexical.scores(terms)
+    if allowed is not None:
+        scores = np.where(allowed, scores, 0.0)
+    for rank, i in enumerate(_top(scores, rs.lexical_k)):
+        c = get(i)
+        c.fused += fb.weight / (rs.rrf_k + rank + 1)
+        if rank < 10:
+            c.why.append(f"feedback bm25 #{rank + 1}")
+
+
+def _exact_tokens(store: IndexStore, qa: QueryAnalysis, rs, get, allowed) -> None:
+    """Records that contain an identifier-shaped word of the question verbatim."""
+    et = rs.exact_tokens
+    if not et.enabled or not qa.literals:
+        return
+    for m in match_literals(store, qa.literals, et.max_files, et.max_records,
+                            et.acronym_factor, et.max_file_share):
+        for i, same_case in m.exact.items():
+            if allowed is not None and not allowed[i]:
+                continue
+            c = get(i)
+            c.fused += et.bonus * m.weight * (1.0 if same_case else et.case_insensitive_factor)
+            c.why.append(f"exact '{m.literal}'{'' if same_case else ' (other case)'} "
+                         f"in {m.files} file{'s' if m.files > 1 else ''}")
+
+
+def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, get, allowed,
+                  lex: np.ndarray, found_by, weight: float) -> None:
+    """Whole-file BM25 as a third ranked list: each ranked file lends its reciprocal rank to
+    its file entity and to its own best chunks for the question."""
+    fc, files = rs.file_channel, store.lexical.files
+    if not fc.enabled or files is None or not weight:
+        return
+    fs = files.scores(qa.tokens)
+    found = set(found_by)
+    for rank, j in enumerate(_top(fs, fc.top_files)):
+        path = files.paths[j]
+        contrib = weight / (rs.rrf_k + rank + 1)
+        targets = []
+        fi = store.file_record_index(path)
+        if fi is not None:
+            targets.append(fi)
+        members = [i for i in store.by_path.get(path, []) if store.records[i].kind != "file"
+                   and (not fc.found_only or i in found)]
+        if members and fc.chunks_per_file:
+            local = np.asarray(store.vectors[members]) @ qvec + rs.file_scoped_lexical * \
+                lex[members]
+            targets += [members[int(t)] for t in np.argsort(-local)[:fc.chunks_per_file]]
+        for i in targets:
+            if allowed is not None and not allowed[i]:
+                continue
+            c = get(i)
+            c.fused += contrib
+            c.why.append(f"file bm25 #{rank + 1}")
+
+
 def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int,
-           same_file_penalty: float = 0.0) -> list[Candidate]:
+           same_file_penalty: float = 0.0, max_per_name: int | None = None,
+           pool_size: int = 40, replace_modules: bool = False) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
-    that distinct relevant files surface before a third chunk of the same file."""
+    that distinct relevant files surface before a third chunk of the same file. Files with the
+    same base name in different folders (parallel ports, per-backend copies) are one family:
+    at most `max_per_name` of its files are shown, so they do not crowd out the other files."""
     chosen: list[Candidate] = []
     seen_ranges: set[tuple] = set()
     chosen_ids: set[str] = set()
     per_file: dict[str, int] = defaultdict(int)
-    pool = list(ranked[: max(4 * k, 40)])
+    per_name: dict[str, set[str]] = defaultdict(set)
+    pool = list(ranked[: max(4 * k, pool_size)])
     while pool and len(chosen) < k:
         best, best_score = None, None
         for c in pool:
@@ -153,21 +242,42 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         if r.kind == "file" and per_file[r.path] + 1 >= max_per_file:
             # The file's last slot: show the file through its best own chunk in the pool (a
             # symbol with exact lines says more than the whole file's summary).
+            # A bare declaration is not that chunk: its definition elsewhere carries it.
             inner = [c for c in pool if store.records[c.idx].path == r.path
-                     and store.records[c.idx].kind not in ("file", "call_chain")]
+                     and store.records[c.idx].kind not in ("file", "call_chain", "declaration")
+                     and not store.records[c.idx].is_declaration]
             if inner:
                 pool.append(best)
+                whole = best
+                best = max(inner, key=lambda c: c.score)
+                pool.remove(best)
+                r = store.records[best.idx]
+                # What found the file (an exact token, the file list) still explains the pick.
+                best.why += [f"file: {w}" for w in whole.why
+                             if w.startswith(("exact", "file bm25", "file named", "sibling"))]
+        if r.kind == "module" and replace_modules:
+            # A folder is shown through its best file in the pool: a container entity
+            # fills a slot that the file it summarises should take.
+            prefix = r.path.rstrip("/") + "/"
+            inner = [c for c in pool if store.records[c.idx].path.startswith(prefix)
+                     and store.records[c.idx].kind != "module"
+                     and per_file[store.records[c.idx].path] < max_per_file]
+            if inner:
                 best = max(inner, key=lambda c: c.score)
                 pool.remove(best)
                 r = store.records[best.idx]
         # A call-chain entity spans its root function's lines but says something else.
         key = (r.path, r.start_line, r.end_line, r.kind == "call_chain")
+        name = PurePosixPath(r.path).name
+        family = per_name[name] if PurePosixPath(name).suffix.lower() in CODE_EXT else set()
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
-                or per_file[r.path] >= max_per_file:
+                or per_file[r.path] >= max_per_file \
+                or (max_per_name and r.path not in family and len(family) >= max_per_name):
             continue
         seen_ranges.add(key)
         chosen_ids.add(r.id)
         per_file[r.path] += 1
+        family.add(r.path)
         chosen.append(best)
     return chosen
 
@@ -202,7 +312,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     rule = settings.routing.intents.get(qa.intent) if settings.routing.enabled else None
     qvec = embedder.embed([question])[0]
     allowed = allowed_mask(store, kinds, paths)
-    cands = gather_candidates(store, qvec, qa, settings, allowed)
+    cands = gather_candidates(store, qvec, qa, settings, allowed,
+                              rule.file_channel_weight if rule else None)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     if settings.rerank.enabled:
         rerank(ranked, store.records, qa.tokens, rule, qa.intent, qa.wanted, settings.rerank,
@@ -219,7 +330,11 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     # Select generously, then let the context filter drop what stronger chunks already carry.
     per_file = (rule.max_per_file if rule and rule.max_per_file
                 else settings.retrieval.max_per_file)
-    pool = select(store, ranked, k * 2, per_file, settings.retrieval.same_file_penalty)
+    rs = settings.retrieval
+    if allowed is not None:  # a kind/path-filtered listing, not a multi-file answer
+        per_file = max(per_file, rs.filtered_max_per_file)
+    pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
+                  rs.select_pool, rs.modules_as_files and "module" not in qa.wanted)
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

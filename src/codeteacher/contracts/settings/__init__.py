@@ -23,6 +23,7 @@ from .retrieval import (
     CrossEncoderSettings,
     ExpansionSettings,
     RerankSettings,
+    RetrievalSettings,
     RoutingSettings,
 )
 
@@ -115,31 +116,6 @@ class EmbeddingSettings(Section):
                                   description="Kinds not embedded (zero vector): prototypes and "
                                   "parts of long functions whose definition / whole function is "
                                   "embedded already. BM25 and exact lookups still find them.")
-
-
-class RetrievalSettings(Section):
-    k: int = Field(default=8, description="Evidence items returned by ask.")
-    dense_k: int = Field(default=60, description="Candidates from the vector index.")
-    lexical_k: int = Field(default=60, description="Candidates from BM25.")
-    rrf_k: int = Field(default=60, description="Reciprocal rank fusion constant.")
-    exact_file_bonus: float = Field(default=1.0, description="Added to the fused score of chunks "
-                                    "from a file named in the question (RRF scores are ~0.03).")
-    sibling_file_factor: float = Field(default=0.6, description="Share of the file bonus for "
-                                       "a sibling (X.cpp when X.h is named).")
-    stem_file_factor: float = Field(default=0.1, description="Share of the file bonus for a "
-                                    "file named by an identifier equal to its stem (runBench).")
-    exact_symbol_bonus: float = Field(default=0.6, description="Added for a symbol named in the "
-                                      "question whose definition is this chunk.")
-    file_scoped_k: int = Field(default=3, description="Best chunks kept inside each mentioned file.")
-    max_per_file: int = Field(default=3, description="Evidence items per file (diversity).")
-    same_file_penalty: float = Field(default=0.01, description="Subtracted per chunk already "
-                                     "chosen from the same file, so that other relevant files "
-                                     "surface (fused scores are ~0.03-0.1; exact lookups ~1).")
-    weak_symbol_confidence: float = Field(default=0.03, description="Weight of a symbol match "
-                                          "on a plain lower-case word (often just English).")
-    acronym_symbol_confidence: float = Field(default=0.03, description="Weight of a symbol "
-                                             "match on an all-capitals word (FFT, MPI): prose "
-                                             "uses acronyms for concepts, not only for names.")
 
 
 class Settings(Section):

@@ -20,9 +20,17 @@ class IntentRule(_S):
                                     description="Chunk kinds the answer is usually made of.")
     allow_scopes: list[str] = Field(default_factory=list,
                                     description="Scopes (test, build, example) NOT penalised.")
+    flow_cue: bool = Field(default=False, description="Reward call chains and functions with "
+                           "several calls (questions about how data or control moves).")
+    api_cue: bool = Field(default=False, description="Reward commented declarations in headers "
+                          "(questions about how to use an interface).")
     max_per_file: int | None = Field(default=None, ge=1, description=(
         "Evidence items per file for this intent (unset: retrieval.max_per_file). A location "
         "answer is a list of places: one item per file leaves room for the other places."))
+    file_channel_weight: float | None = Field(default=None, ge=0, description=(
+        "Scale of the whole-file BM25 list for this intent (unset: retrieval.file_channel."
+        "weight). A lookup of one named place is answered by a chunk, not by the file whose "
+        "words overlap most with the question."))
 
 
 def _default_intents() -> dict[str, IntentRule]:
@@ -48,19 +56,21 @@ def _default_intents() -> dict[str, IntentRule]:
                                    r"lives?|find the (code|file))\b"],
                              profile="minimal", prefer_kinds=["function", "method", "class",
                                                               "struct", "file"],
-                             max_per_file=1),
+                             max_per_file=1, file_channel_weight=0.5),
         "data_flow": R(cues=[r"\b(flows?|passed|propagat|from the .* to|back to|into the|"
                              r"transfer|data ?flow|moves? .* (to|between))\b"],
-                       profile="broad", prefer_kinds=["call_chain", "function", "method"]),
+                       profile="broad", prefer_kinds=["call_chain", "function", "method"],
+                       flow_cue=True),
         "workflow": R(cues=[r"\b(workflow|steps?|sequence|pipeline|order of|lifecycle|"
                             r"time ?step|main loop|what happens when|run[s]? through)\b"],
-                      profile="broad", prefer_kinds=["call_chain", "function", "method"]),
+                      profile="broad", prefer_kinds=["call_chain", "function", "method"],
+                      flow_cue=True),
         "api_usage": R(cues=[r"^how (do|can|should|would) (i|you|we|one)\b",
                              r"\b(usage|how to (use|call|create|construct|set ?up)|example of|"
                              r"api\b|interface to)"],
                        profile="balanced", prefer_kinds=["class", "function", "method",
                                                          "constructor", "doc_section"],
-                       allow_scopes=["example", "docs"]),
+                       allow_scopes=["example", "docs"], api_cue=True),
         "module_overview": R(cues=[r"\b(module|folder|directory|subsystem|package|component|"
                                    r"library layout|overview)\b"],
                              profile="balanced", prefer_kinds=["module", "file"]),
@@ -117,9 +127,9 @@ class RerankWeights(_S):
                                 "file in the top list (capped at 3): files with several hits are "
                                 "likelier to be the answer.")
     flow_cue: float = Field(default=0.01, description="Call-chain entities and functions with "
-                            "several calls, for data-flow and workflow questions.")
+                            "several calls, for intents with flow_cue set (data flow, workflow).")
     api_cue: float = Field(default=0.008, description="Declarations/definitions in headers with a "
-                           "comment, for API-usage questions.")
+                           "comment, for intents with api_cue set (API usage).")
     low_signal: float = Field(default=-0.025, description="Trivial declarations, forward "
                               "declarations, one-line accessors, include lists.")
     off_scope: float = Field(default=-0.02, description="Test, build and example chunks when "
@@ -133,6 +143,10 @@ class RerankSettings(_S):
     top_n: int = Field(default=80, description="Candidates reranked.")
     trivial_lines: int = Field(default=2, description="Code chunks this short without a comment "
                                "count as low-signal.")
+    flow_min_calls: int = Field(default=3, description="Calls that make a function a flow "
+                                "(flow_cue).")
+    file_support_cap: int = Field(default=3, description="Other candidates of the same file "
+                                  "counted for file_support.")
 
 
 class ExpansionProfile(_S):
@@ -142,6 +156,12 @@ class ExpansionProfile(_S):
     module_files: int = Field(description="File entities of a seed module.")
     include: int = Field(description="Files a seed file includes (supplementary class).")
     total: int = Field(description="Cap on all expansions.")
+    twin: int = Field(default=0, description="Declaration/definition twin files of a seed "
+                      "(X.h <-> X.cpp): a header and its implementation answer together.")
+    build: int = Field(default=0, description="Build files (CMake, Makefile) that name a seed's "
+                       "file: they say when and how it is compiled.")
+    bases: int = Field(default=0, description="Base classes of a seed class (another file, the "
+                       "interface the class implements).")
 
 
 class ExpansionSettings(_S):
@@ -149,6 +169,9 @@ class ExpansionSettings(_S):
     seeds: int = Field(default=4, description="Top primary results expanded.")
     decay: float = Field(default=0.45, description="Expansion score = seed score × decay; keeps "
                          "neighbours below strong primary hits.")
+    other_file_decay: float = Field(default=0.9, description="Decay for neighbours in OTHER "
+                                    "files (twin, build file, base class): a multi-file answer "
+                                    "needs them next to the seed, not after more of its chunks.")
     profiles: dict[str, ExpansionProfile] = Field(description=(
         "Profile name -> caps per relation; routing picks one per intent."),
         default_factory=lambda: {
@@ -174,3 +197,118 @@ class CrossEncoderSettings(_S):
     weight: float = Field(default=0.05, description="Scale of the cross-encoder's sigmoid score "
                           "added to the reranked score.")
     device: str = Field(default="cpu", description="cpu | cuda (sentence-transformers device).")
+
+
+class ExactTokenSettings(_S):
+    """Identifier-shaped words of the question (ALL_CAPS, snake_case, camelCase, ns::f, --flags,
+    file names) matched verbatim in the indexed text, weighted by rarity among the files."""
+
+    enabled: bool = Field(default=True, description="Match identifier-shaped words verbatim.")
+    bonus: float = Field(default=0.05, description="Added to a record containing the literal, "
+                         "times its rarity (1 = in one file); above one RRF list (~0.016), "
+                         "below a named symbol or file (~0.6-1): a verbatim rare name is strong "
+                         "evidence but not a lookup.")
+    case_insensitive_factor: float = Field(default=0.5, description="Share of the bonus when "
+                                           "the literal occurs only in another letter case.")
+    acronym_factor: float = Field(default=0.3, description="Share of the bonus for an "
+                                  "all-capitals word without underscore (GPU, MPI): prose "
+                                  "uses acronyms for concepts, not only as names.")
+    max_files: int = Field(default=12, description="Literals found in more files than this "
+                           "are common words of the code, not names the user means.")
+    max_file_share: float = Field(default=0.05, description="Literals in more than this share "
+                                  "of the files (at least 2 files allowed) do not pinpoint "
+                                  "anything: boosting all of them only pushes other files out.")
+    max_records: int = Field(default=400, description="Records scanned per literal (the "
+                             "vocabulary hit count); more means a common word.")
+
+
+class FileChannelSettings(_S):
+    """Whole-file BM25 (one document per file), fused as a third ranked list: a file's words
+    together say what it is about better than one 128-token window of it."""
+
+    enabled: bool = Field(default=True, description="Fuse the whole-file BM25 ranking.")
+    top_files: int = Field(default=30, description="Files taken from the whole-file ranking.")
+    weight: float = Field(default=1.0, description="Scale of the file list's reciprocal-rank "
+                          "contribution (1 = as much as the dense or chunk-BM25 list).")
+    chunks_per_file: int = Field(default=1, description="A ranked file lends its score to its "
+                                 "file entity and this many of its own best chunks.")
+    found_only: bool = Field(default=False, description="Lend only to chunks the dense or "
+                             "chunk-BM25 lists found already (the file list then confirms, "
+                             "it does not add chunks of its own).")
+
+
+class FeedbackSettings(_S):
+    """Pseudo-relevance feedback over BM25 with the repository's own words (see search.py)."""
+
+    enabled: bool = Field(default=False, description="Off: on every corpus it added noise "
+                          "(see eval/README.md).")
+    docs: int = Field(default=6, description="Best first-round candidates read for words.")
+    min_docs: int = Field(default=2, description="A word must occur in this many of them: one "
+                          "chunk's words are its own topic, shared words are the question's.")
+    terms: int = Field(default=8, description="Feedback words kept (rarest shared first).")
+    chars: int = Field(default=1500, description="Characters of each chunk's code read.")
+    weight: float = Field(default=0.5, description="Scale of the feedback list's reciprocal-"
+                          "rank contribution: a guess from the first round, below the "
+                          "question's own lists.")
+
+
+class RetrievalSettings(_S):
+    k: int = Field(default=8, description="Evidence items returned by ask.")
+    dense_k: int = Field(default=60, description="Candidates from the vector index.")
+    lexical_k: int = Field(default=60, description="Candidates from BM25.")
+    rrf_k: int = Field(default=60, description="Reciprocal rank fusion constant.")
+    exact_file_bonus: float = Field(default=1.0, description="Added to the fused score of chunks "
+                                    "from a file named in the question (RRF scores are ~0.03).")
+    sibling_file_factor: float = Field(default=0.6, description="Share of the file bonus for "
+                                       "a sibling (X.cpp when X.h is named).")
+    stem_file_factor: float = Field(default=0.1, description="Share of the file bonus for a "
+                                    "file named by an identifier equal to its stem (runBench).")
+    exact_symbol_bonus: float = Field(default=0.6, description="Added for a symbol named in the "
+                                      "question whose definition is this chunk.")
+    file_scoped_k: int = Field(default=3, description="Best chunks kept inside each mentioned file.")
+    file_scoped_factor: float = Field(default=0.8, description="Share of the file bonus for "
+                                      "the best chunks inside a named file (the file entity "
+                                      "itself gets all of it).")
+    max_symbol_defs: int = Field(default=12, description="Definitions of one named symbol "
+                                 "boosted (overloads, per-backend copies).")
+    declaration_factor: float = Field(default=0.6, description="Share of the symbol bonus for a "
+                                      "declaration: the definition says more.")
+    function_part_factor: float = Field(default=0.5, description="Share of the symbol bonus for "
+                                        "a part of a long function (the whole one is shown).")
+    constructor_factor: float = Field(default=0.3, description="Share of the symbol bonus for "
+                                      "a class's constructors/destructor unless the question "
+                                      "mentions them: 'the class X' means the class.")
+    module_factor: float = Field(default=0.8, description="Share of the file bonus for a folder "
+                                 "named in the question.")
+    file_scoped_lexical: float = Field(default=0.02, description="Weight of a chunk's BM25 score "
+                                       "next to its cosine similarity when picking the best "
+                                       "chunks inside one file (BM25 ~1-20, cosine ~0.2-0.7).")
+    max_per_file: int = Field(default=1, description="Evidence items per file (diversity): a "
+                              "file's last slot goes to its best own chunk, so one item per "
+                              "file leaves room for the other files of a multi-file answer.")
+    filtered_max_per_file: int = Field(default=3, description="Items per file when the search "
+                                       "is filtered by kind or path (a listing: several classes "
+                                       "of one header are all answers).")
+    max_per_name: int | None = Field(default=2, ge=1, description="Code files of one base name in "
+                                     "different folders (parallel ports, per-backend copies) "
+                                     "shown at most: beyond that they repeat one answer and "
+                                     "crowd out the other files. null = no limit.")
+    modules_as_files: bool = Field(default=True, description="A folder entity picked as "
+                                   "evidence is replaced by its best-ranked file, unless the "
+                                   "question asks about folders/modules.")
+    select_pool: int = Field(default=40, description="Ranked candidates the final pick looks "
+                             "through (at least 4 per evidence item).")
+    same_file_penalty: float = Field(default=0.01, description="Subtracted per chunk already "
+                                     "chosen from the same file, so that other relevant files "
+                                     "surface (fused scores are ~0.03-0.1; exact lookups ~1).")
+    weak_symbol_confidence: float = Field(default=0.03, description="Weight of a symbol match "
+                                          "on a plain lower-case word (often just English).")
+    acronym_symbol_confidence: float = Field(default=0.03, description="Weight of a symbol "
+                                             "match on an all-capitals word (FFT, MPI): prose "
+                                             "uses acronyms for concepts, not only for names.")
+    exact_tokens: ExactTokenSettings = Field(default_factory=lambda: ExactTokenSettings(),
+                                             description="The exact-token channel.")
+    file_channel: FileChannelSettings = Field(default_factory=lambda: FileChannelSettings(),
+                                              description="The whole-file BM25 list.")
+    feedback: FeedbackSettings = Field(default_factory=lambda: FeedbackSettings(),
+                                       description="BM25 pseudo-relevance feedback (off).")

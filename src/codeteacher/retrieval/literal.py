@@ -1,0 +1,148 @@
+"""Exact-token channel: identifier-shaped words of the question matched literally in the index.
+
+Code search engines treat a verbatim hit of a rare token as the strongest signal: a user who
+types `KOKKOS_ENABLE_CUDA`, `--dumpbinary`, `force_lj_neigh` or `model.cmake` means that string.
+BM25 splits such words into sub-words and so also ranks files that merely share the parts.
+Here each literal is looked up through the BM25 vocabulary (its longest identifier part), then
+confirmed in the record's own text, case-sensitively and not; its weight is its rarity among
+the repository's files, so a name that occurs in two files counts far more than one in fifty.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..index.store import IndexStore
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z][A-Za-z0-9_]*")
+_EDGE = "\"'()[]{}<>,;:?!*"
+_FILE = re.compile(r"[\w+-]*\w\.[A-Za-z][A-Za-z0-9]{0,5}")
+_MIXED_DIGITS = re.compile(r"[A-Za-z]+[0-9]+[A-Za-z0-9]*")
+
+
+@dataclass
+class LiteralMatch:
+    literal: str
+    files: int  # files where it occurs (any case)
+    weight: float  # rarity in [0, 1]
+    exact: dict[int, bool]  # record index -> case-sensitive match?
+    shape: str = ""
+
+
+def identifier_shape(word: str) -> str | None:
+    """The shape of an identifier-like word, or None for a plain English word."""
+    if word.startswith("--") and len(word) > 3 and _WORD.fullmatch(word[2:].replace("-", "_")):
+        return "flag"
+    if "::" in word:
+        return "qualified"
+    if "." in word:
+        return "file" if _FILE.fullmatch(word) and len(word.split(".")[0]) > 1 else None
+    if not _WORD.fullmatch(word) or len(word) < 3:
+        return None
+    if "_" in word.strip("_"):
+        return "snake"
+    if word.isupper() and any(ch.isalpha() for ch in word):
+        return "caps"
+    if any(a.islower() and b.isupper() for a, b in zip(word, word[1:])):
+        return "camel"
+    if word[0].isupper() and sum(ch.isupper() for ch in word) >= 2:
+        return "camel"
+    if _MIXED_DIGITS.fullmatch(word):
+        return "digits"
+    return None
+
+
+def literals(question: str) -> list[str]:
+    """Identifier-shaped words of the question, as written; backticked text always counts.
+    Splits on backticks and white space and strips punctuation: linear in the length."""
+    out: list[str] = []
+    for n, part in enumerate(question.split("`")):
+        quoted = n % 2 == 1 and n < question.count("`")
+        for word in ([part.strip()] if quoted else part.split()):
+            if not quoted:
+                word = word.strip(_EDGE).rstrip(".").strip(_EDGE)
+            if word.endswith("()"):
+                word = word[:-2]
+            if len(word) >= 2 and (quoted or identifier_shape(word)) and word not in out:
+                out.append(word)
+    return out
+
+
+def _key(literal: str) -> str | None:
+    """The BM25 token to find candidate records: the literal's longest identifier run."""
+    words = _WORD.findall(literal)
+    return max(words, key=len).lower().strip("_") if words else None
+
+
+def _haystack(store: IndexStore, i: int) -> str:
+    r = store.records[i]
+    return f"{r.path}\n{r.qualified_name}\n{r.signature}\n{r.comment}\n{r.text}"
+
+
+def _file_hits(store: IndexStore, key: str, lit: str, limit: int) -> dict[str, bool]:
+    """Files (via the whole-file BM25 vocabulary) whose text holds the literal: path -> same
+    case? Skipped when the key token is in more than `limit` files."""
+    files = store.lexical.files
+    if files is None:
+        return {}
+    rows = np.flatnonzero(files.scores([key]))
+    if len(rows) > limit:
+        return {}
+    out: dict[str, bool] = {}
+    for j in rows:
+        path = files.paths[int(j)]
+        try:
+            text = (store.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:  # repository moved since indexing: the records still answer
+            continue
+        if lit in text:
+            out[path] = True
+        elif lit.lower() in text.lower():
+            out[path] = False
+    return out
+
+
+def match_literals(store: IndexStore, words: list[str], max_files: int,
+                   max_records: int, acronym_factor: float = 1.0, max_share: float = 1.0
+                   ) -> list[LiteralMatch]:
+    """Records that contain each literal verbatim; literals in more than `max_files` files,
+    or in more than `max_share` of all files (common words of the code), are dropped."""
+    n_files = max(2, len(store.manifest.files))
+    out = []
+    for lit in words:
+        key = _key(lit)
+        files_ix = store.lexical.files
+        if not key or (key not in store.lexical.vocab
+                       and (files_ix is None or key not in files_ix.index.vocab)):
+            continue
+        docs = np.flatnonzero(store.lexical.scores([key]))
+        if len(docs) > max_records:
+            continue
+        low = lit.lower()
+        exact: dict[int, bool] = {}
+        for i in docs:
+            hay = _haystack(store, int(i))
+            if lit in hay:
+                exact[int(i)] = True
+            elif low in hay.lower():
+                exact[int(i)] = False
+        files = {store.records[i].path for i in exact if store.records[i].kind != "module"}
+        # Whole files too: top-level text (macros, options, includes) is in no chunk.
+        for path, same_case in _file_hits(store, key, lit, 4 * max_files).items():
+            files.add(path)
+            fi = store.file_record_index(path)
+            if fi is not None:
+                exact[fi] = exact.get(fi, False) or same_case
+        if not files or len(files) > min(max_files, max(2.0, max_share * n_files)):
+            continue
+        # Squared normalised IDF: one file 1.0, a few files ~0.7, a tenth of them ~0.25.
+        weight = (math.log(n_files / len(files)) / math.log(n_files)) ** 2 if len(files) > 1 \
+            else 1.0
+        shape = identifier_shape(lit) or "quoted"
+        if shape == "caps":  # prose uses acronyms for concepts (GPU, MPI), not only names
+            weight *= acronym_factor
+        out.append(LiteralMatch(lit, len(files), round(weight, 3), exact, shape))
+    return out

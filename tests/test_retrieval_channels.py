@@ -1,0 +1,212 @@
+"""Retrieval channels of issue 12 on a small inline repository (real parse, real MiniLM, real
+FAISS/BM25): identifier-shaped literals, the exact-token channel, the whole-file BM25 list,
+the same-name code-file family cap, and folder evidence shown through its files.
+
+The repository is built so that each part can fail: a rare macro named in one file while many
+files share its sub-words, three per-backend copies of one file name, and a folder whose name
+occurs in a file path of the question.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codeteacher.api import Engine
+from codeteacher.contracts.settings import Settings
+from codeteacher.ingest.build import build_index
+from codeteacher.retrieval.literal import identifier_shape, literals
+from codeteacher.retrieval.search import Trace
+
+NOISE = """// Fast path for the enable flag: the path is enabled when fast stepping is enabled.
+#include "config.h"
+namespace demo {{
+/// Enables the fast path of stepping {n}.
+int enable_fast_{n}(int path) {{ return path + {n}; }}
+int fast_path_{n}(int enable) {{ return enable * {n}; }}
+}}
+"""
+
+REPO = {
+    "src/core/switches.h": """#pragma once
+// Compile-time switches of the stepping loop.
+#define ENABLE_FAST_PATH 1
+namespace demo { int stepping_mode(); }
+""",
+    "src/core/stepper.cpp": """#include "switches.h"
+namespace demo {
+/// Advances the particles by one step.
+int advance(int steps) {
+    int moved = 0;
+    for (int i = 0; i < steps; ++i) moved += i;
+    return moved;
+}
+}
+""",
+    "src/serial/kernels.cpp": """// Serial heat diffusion kernels: the stencil update of the temperature field.
+namespace demo {
+/// Applies the five point diffusion stencil to the temperature field (serial backend).
+void diffuse_temperature(double* t, int n) { for (int i = 1; i < n; ++i) t[i] += t[i-1]; }
+}
+""",
+    "src/threads/kernels.cpp": """// Threaded heat diffusion kernels: the stencil update of the temperature field.
+namespace demo {
+/// Applies the five point diffusion stencil to the temperature field (threaded backend).
+void diffuse_temperature(double* t, int n) { for (int i = 1; i < n; ++i) t[i] += t[i-1]; }
+}
+""",
+    "src/device/kernels.cpp": """// Device heat diffusion kernels: the stencil update of the temperature field.
+namespace demo {
+/// Applies the five point diffusion stencil to the temperature field (device backend).
+void diffuse_temperature(double* t, int n) { for (int i = 1; i < n; ++i) t[i] += t[i-1]; }
+}
+""",
+    "src/driver/diffusion_driver.cpp": """// Drives the heat diffusion solve each time step.
+namespace demo {
+void diffuse_temperature(double* t, int n);
+/// Calls the diffusion stencil on the temperature field once per time step.
+void run_diffusion(double* t, int n, int steps) { for (int s = 0; s < steps; ++s)
+    diffuse_temperature(t, n); }
+}
+""",
+    "README.md": "# demo\n\nA small demo code with a stepping loop and heat diffusion.\n",
+}
+REPO |= {f"src/noise/noise_{n}.cpp": NOISE.format(n=n) for n in range(6)}
+
+DIFFUSION = "Where is the temperature diffusion stencil applied?"
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("channels")
+    repo = root / "repo"
+    for rel, text in REPO.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    build_index(repo, out=root / "index", name="demo", settings=Settings())
+    return root / "index"
+
+
+def engine_with(index: Path, change=None) -> Engine:
+    s = Settings()
+    if change:
+        change(s)
+    return Engine.load(index, s)
+
+
+@pytest.fixture(scope="module")
+def engine(index) -> Engine:
+    return engine_with(index)
+
+
+# ---- literals ---------------------------------------------------------------------------------
+
+def test_identifier_shapes():
+    assert identifier_shape("KOKKOS_ENABLE_CUDA") == "snake"
+    assert identifier_shape("MPI") == "caps"
+    assert identifier_shape("computeForce") == "camel"
+    assert identifier_shape("ForceLJNeigh") == "camel"
+    assert identifier_shape("--dumpbinary") == "flag"
+    assert identifier_shape("ns::run") == "qualified"
+    assert identifier_shape("model.cmake") == "file"
+    assert identifier_shape("lj1") == "digits"
+    for plain in ("where", "Where", "solver", "e.g", "a"):
+        assert identifier_shape(plain) is None, plain
+
+
+def test_literals_of_a_question_keep_their_spelling():
+    q = ("How do KOKKOS_ENABLE_CUDA, `stepping mode`, --dumpbinary, ns::run() and computeForce "
+         "relate to force_lj.cpp? Plain words are not literals.")
+    got = literals(q)
+    assert got == ["KOKKOS_ENABLE_CUDA", "stepping mode", "--dumpbinary", "ns::run",
+                   "computeForce", "force_lj.cpp"]
+
+
+def test_literals_are_linear_on_long_input():
+    # One very long word and many short ones: split on white space, no backtracking regex.
+    assert literals("x" * 200_000 + " y_z " + "a. " * 50_000) == ["y_z"]
+
+
+# ---- exact-token channel ----------------------------------------------------------------------
+
+def test_rare_literal_finds_the_file_it_occurs_in(engine, index):
+    q = "What does ENABLE_FAST_PATH switch on?"
+    hits = engine.search(q, k=5)
+    assert hits[0].chunk.path == "src/core/switches.h"
+    # The macro is top-level text of the header (in no chunk): found through the whole file.
+    assert any("exact 'ENABLE_FAST_PATH' in 1 file" in w for w in hits[0].why)
+    off = engine_with(index, lambda s: setattr(s.retrieval.exact_tokens, "enabled", False))
+    off_hits = off.search(q, k=5)
+    assert not any("exact" in w for h in off_hits for w in h.why)
+
+
+def test_other_case_counts_less(engine):
+    def boost(question: str) -> tuple[float, list[str]]:
+        trace = Trace()
+        engine.search(question, k=5, trace=trace)
+        row = next(r for r in trace.rows if r["chunk_id"] == "file:src/core/switches.h")
+        return row["score_before"], [w for w in row["why"] if w.startswith("exact")]
+
+    same, why_same = boost("What does ENABLE_FAST_PATH mean?")
+    other, why_other = boost("What does enable_fast_path mean?")
+    assert why_same == ["exact 'ENABLE_FAST_PATH' in 1 file"]
+    assert why_other == ["exact 'enable_fast_path' (other case) in 1 file"]
+    assert same > other
+
+
+def test_common_literal_is_ignored(engine):
+    # `demo` namespaces every file: it pinpoints nothing, so no record is boosted for it.
+    hits = engine.search("What is in `demo`?", k=5)
+    assert not any(w.startswith("exact 'demo'") for h in hits for w in h.why)
+
+
+# ---- whole-file BM25 --------------------------------------------------------------------------
+
+def test_index_holds_a_whole_file_bm25(engine):
+    files = engine.store.lexical.files
+    assert files is not None
+    assert sorted(files.paths) == sorted(engine.store.manifest.files)
+    hits = engine.search(DIFFUSION, k=8)
+    assert any(w.startswith("file bm25 #") for h in hits for w in h.why)
+
+
+def test_file_channel_can_be_switched_off(index):
+    off = engine_with(index, lambda s: setattr(s.retrieval.file_channel, "enabled", False))
+    assert not any(w.startswith("file bm25") for h in off.search(DIFFUSION, k=8) for w in h.why)
+
+
+# ---- file-diverse evidence --------------------------------------------------------------------
+
+def _kernel_files(hits) -> set[str]:
+    return {h.chunk.path for h in hits if h.chunk.path.endswith("/kernels.cpp")}
+
+
+def test_same_name_code_files_are_capped(index):
+    capped = engine_with(index, lambda s: setattr(s.retrieval, "max_per_name", 1))
+    free = engine_with(index, lambda s: setattr(s.retrieval, "max_per_name", None))
+    assert len(_kernel_files(free.search(DIFFUSION, k=5))) >= 2
+    hits = capped.search(DIFFUSION, k=5)
+    assert len(_kernel_files(hits)) == 1
+    assert "src/driver/diffusion_driver.cpp" in {h.chunk.path for h in hits}
+
+
+def test_one_item_per_file_by_default(engine):
+    hits = engine.search(DIFFUSION, k=6)
+    paths = [h.chunk.path for h in hits]
+    assert len(paths) == len(set(paths))
+
+
+def test_a_file_path_does_not_name_its_folder(engine):
+    from codeteacher.retrieval.query import analyze
+
+    qa = analyze("What does src/core/switches.h do?", engine.store)
+    assert "src/core/switches.h" in qa.named_files
+    assert "src/core" not in qa.modules and "src" not in qa.modules
+
+
+def test_project_name_is_not_a_symbol_or_literal(engine):
+    from codeteacher.retrieval.query import analyze
+
+    qa = analyze("How do I build Demo with ENABLE_FAST_PATH?", engine.store)
+    assert "demo" not in {s.lower() for s in qa.symbols}
+    assert "Demo" not in qa.literals and "ENABLE_FAST_PATH" in qa.literals
