@@ -78,16 +78,29 @@ def no_network(request, monkeypatch):
     every test; a test that must reach another host opts out with @pytest.mark.network."""
     if request.node.get_closest_marker("network"):
         return
+    import ipaddress
+
     real_connect, real_gai = socket.socket.connect, socket.getaddrinfo
-    local = {"127.0.0.1", "::1", "localhost"}
+
+    def local(host) -> bool:
+        """The whole loopback range (127.0.0.0/8, ::1) and localhost: tests run servers there."""
+        if isinstance(host, bytes):
+            host = host.decode("ascii", "replace")
+        host = str(host).strip("[]")
+        if host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(host.split("%")[0]).is_loopback
+        except ValueError:
+            return False
 
     def connect(self, address):
-        if isinstance(address, tuple) and address[0] not in local:
+        if isinstance(address, tuple) and not local(address[0]):
             raise OSError(f"network access blocked in tests: {address[0]}")
         return real_connect(self, address)
 
     def getaddrinfo(host, *args, **kwargs):
-        if host not in local and host is not None:
+        if host is not None and not local(host):
             raise OSError(f"name lookup blocked in tests: {host}")
         return real_gai(host, *args, **kwargs)
 

@@ -34,7 +34,7 @@ def _settings(**embedding) -> Settings:
     return Settings.model_validate({"embedding": {"quantize": "auto", **embedding}})
 
 
-def test_fresh_ask_process_imports_no_torch(minipic_index):
+def test_fresh_ask_process_imports_no_torch(minipic_index, tmp_path):
     from codeteacher.embedding.onnx import ensure_exported
 
     ensure_exported(EmbeddingSettings(quantize="none"))  # set-up's job; a no-op when present
@@ -45,8 +45,10 @@ def test_fresh_ask_process_imports_no_torch(minipic_index):
              f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))\n"
              "print('HEAVY=' + json.dumps(heavy), file=sys.stderr)\n"
              "sys.exit(rc)\n")
+    # run outside the checkout: its runtime_settings.json answers with an LLM, and this is the
+    # retrieval-only cold path (the library defaults: no answer model)
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "CODETEACHER_DEBUG": "1"})
+                          timeout=300, cwd=tmp_path, env={**os.environ, "CODETEACHER_DEBUG": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("HEAVY="))
     assert json.loads(line[len("HEAVY="):]) == []
