@@ -593,7 +593,7 @@ def test_ask_explain_prints_the_trace(ask_runs):
     proc = ask_runs["explain"]
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "Evidence:" in out and "query: intent=data_flow profile=broad" in out
+    assert "Evidence:" in out and "query: intent data_flow, expansion profile broad" in out
     for heading in ("candidates, best first", "structural expansions",
                     "filtered from the final context"):
         assert heading in out, heading
