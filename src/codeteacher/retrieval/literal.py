@@ -1,7 +1,7 @@
 """Exact-token channel: identifier-shaped words of the question matched literally in the index.
 
 Code search engines treat a verbatim hit of a rare token as the strongest signal: a user who
-types `KOKKOS_ENABLE_CUDA`, `--dumpbinary`, `force_lj_neigh` or `model.cmake` means that string.
+types `ENABLE_GPU_BUILD`, `--write-restart`, `read_input_deck` or `options.cmake` means that string.
 BM25 splits such words into sub-words and so also ranks files that merely share the parts.
 Here each literal is looked up through the BM25 vocabulary (its longest identifier part), then
 confirmed in the record's own text, case-sensitively and not; its weight is its rarity among
@@ -59,14 +59,18 @@ def literals(question: str) -> list[str]:
     """Identifier-shaped words of the question, as written; backticked text always counts.
     Splits on backticks and white space and strips punctuation: linear in the length."""
     out: list[str] = []
-    for n, part in enumerate(question.split("`")):
-        quoted = n % 2 == 1 and n < question.count("`")
+    seen: set[str] = set()
+    parts = question.split("`")
+    ticks = len(parts) - 1  # counted once: recounting per part was quadratic in backticks
+    for n, part in enumerate(parts):
+        quoted = n % 2 == 1 and n < ticks
         for word in ([part.strip()] if quoted else part.split()):
             if not quoted:
                 word = word.strip(_EDGE).rstrip(".").strip(_EDGE)
             if word.endswith("()"):
                 word = word[:-2]
-            if len(word) >= 2 and (quoted or identifier_shape(word)) and word not in out:
+            if len(word) >= 2 and word not in seen and (quoted or identifier_shape(word)):
+                seen.add(word)
                 out.append(word)
     return out
 

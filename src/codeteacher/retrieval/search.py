@@ -253,7 +253,7 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
                 pool.remove(best)
                 r = store.records[best.idx]
                 # What found the file (an exact token, the file list) still explains the pick.
-                best.why += [f"file: {w}" for w in whole.why
+                best.why += [f"(its file) {w}" for w in whole.why
                              if w.startswith(("exact", "file bm25", "file named", "sibling"))]
         if r.kind == "module" and replace_modules:
             # A folder is shown through its best file in the pool: a container entity

@@ -159,7 +159,7 @@ class ExpansionProfile(_S):
     twin: int = Field(default=0, description="Declaration/definition twin files of a seed "
                       "(X.h <-> X.cpp): a header and its implementation answer together.")
     build: int = Field(default=0, description="Build files (CMake, Makefile) that name a seed's "
-                       "file: they say when and how it is compiled.")
+                       "file, since they say when and how it is compiled.")
     bases: int = Field(default=0, description="Base classes of a seed class (another file, the "
                        "interface the class implements).")
 
