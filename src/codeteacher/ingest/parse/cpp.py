@@ -30,7 +30,7 @@ _PARAM_KINDS = {"parameter_declaration", "optional_parameter_declaration",
                 "variadic_parameter_declaration", "variadic_parameter", "comment"}
 _BANNER = re.compile(rb"copyright|licen[cs]e|spdx-|all rights reserved|"
                      rb"permission is hereby granted|warranty", re.I)
-# Function-specifier / export macros (KOKKOS_INLINE_FUNCTION, MYLIB_EXPORT, __global__ ...)
+# Function-specifier / export macros (MYLIB_INLINE_FUNCTION, MYLIB_EXPORT, __global__ ...)
 # confuse the grammar; they are blanked with spaces before parsing (offsets stay exact).
 _FN_MACRO = re.compile(
     rb"\b(_*[A-Z][A-Z0-9_]*_[A-Z0-9]+|__[a-z_]+__)\b"
