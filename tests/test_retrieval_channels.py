@@ -175,6 +175,28 @@ def test_file_channel_can_be_switched_off(index):
     assert not any(w.startswith("file bm25") for h in off.search(DIFFUSION, k=8) for w in h.why)
 
 
+def _file_list_chunks(engine: Engine) -> dict[str, int]:
+    """Own chunks (not the file entity) that the whole-file list lent its rank to, per file."""
+    trace = Trace()
+    engine.search(DIFFUSION, k=5, trace=trace)
+    lent: dict[str, int] = {}
+    for r in trace.rows:
+        if r["kind"] != "file" and any(w.startswith("file bm25 #") for w in r["why"]):
+            lent[r["path"]] = lent.get(r["path"], 0) + 1
+    return lent
+
+
+def test_file_list_lends_to_two_best_chunks_by_default(index, engine):
+    # The driver has two chunks (a declaration and the function that calls the stencil): by
+    # default both carry the file's rank, so the file still reaches the pick when one of them
+    # is dropped as a low-signal declaration; with one chunk per file only one carries it.
+    assert Settings().retrieval.file_channel.chunks_per_file == 2
+    assert _file_list_chunks(engine).get("src/driver/diffusion_driver.cpp") == 2
+    one = engine_with(index, lambda s: setattr(s.retrieval.file_channel, "chunks_per_file", 1))
+    lent = _file_list_chunks(one)
+    assert lent and max(lent.values()) == 1
+
+
 # ---- file-diverse evidence --------------------------------------------------------------------
 
 def _kernel_files(hits) -> set[str]:

@@ -230,8 +230,10 @@ class FileChannelSettings(_S):
     top_files: int = Field(default=30, description="Files taken from the whole-file ranking.")
     weight: float = Field(default=1.0, description="Scale of the file list's reciprocal-rank "
                           "contribution (1 = as much as the dense or chunk-BM25 list).")
-    chunks_per_file: int = Field(default=1, description="A ranked file lends its score to its "
-                                 "file entity and this many of its own best chunks.")
+    chunks_per_file: int = Field(default=2, description="A ranked file lends its score to its "
+                                 "file entity and this many of its own best chunks (two: the "
+                                 "file then reaches the pick even when its best chunk by "
+                                 "similarity is dropped as a duplicate or low-signal part).")
     found_only: bool = Field(default=False, description="Lend only to chunks the dense or "
                              "chunk-BM25 lists found already (the file list then confirms, "
                              "it does not add chunks of its own).")
