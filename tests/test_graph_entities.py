@@ -5,13 +5,12 @@ resolved by qualified name or narrowed unambiguously, ownership incl. out-of-lin
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from codeteacher.contracts.jsonio import read_jsonl
 from codeteacher.contracts.models import Chunk
 from codeteacher.contracts.settings import Settings
+from codeteacher.index import layout as L
 from codeteacher.ingest import stages as st
 
 REPO = {
@@ -125,12 +124,12 @@ def built(tmp_path_factory):
     work = root / "work"
     work.mkdir()
     s = Settings()
-    st.stage_collect(repo, work / st.FILES, s)
-    st.stage_parse(work / st.FILES, work / st.CHUNKS, s)
-    structure = st.stage_graph(work / st.FILES, work / st.CHUNKS, work / st.STRUCTURE)
-    entities = st.stage_entities(work / st.FILES, work / st.CHUNKS, work / st.STRUCTURE,
-                                 work / st.ENTITIES)
-    chunks = read_jsonl(work / st.CHUNKS, Chunk)
+    st.stage_collect(repo, work / L.FILES, s)
+    st.stage_parse(work / L.FILES, work / L.CHUNKS, s)
+    structure = st.stage_graph(work / L.FILES, work / L.CHUNKS, work / L.STRUCTURE)
+    entities = st.stage_entities(work / L.FILES, work / L.CHUNKS, work / L.STRUCTURE,
+                                 work / L.ENTITIES)
+    chunks = read_jsonl(work / L.CHUNKS, Chunk)
     return structure, entities, chunks
 
 

@@ -25,6 +25,7 @@ from codeteacher.contracts.jsonio import read_json, read_jsonl
 from codeteacher.contracts.models import SCHEMA_VERSION, Chunk, Manifest
 from codeteacher.contracts.settings import Settings
 from codeteacher.embedding import model_id
+from codeteacher.index import layout as L
 from codeteacher.index.lexical import tokenize
 from codeteacher.index.store import IndexStore
 from codeteacher.ingest import stages as st
@@ -35,21 +36,21 @@ GATHER = "src/gather.cpp"
 
 
 def _manifest(index: Path) -> Manifest:
-    return Manifest.model_validate(read_json(index / st.MANIFEST))
+    return Manifest.model_validate(read_json(index / L.MANIFEST))
 
 
 def _keys_and_records(index: Path):
-    return read_json(index / st.VECTOR_KEYS), read_jsonl(index / st.RECORDS, Chunk)
+    return read_json(index / L.VECTOR_KEYS), read_jsonl(index / L.RECORDS, Chunk)
 
 
 def test_manifest_and_stage_files(minipic_index, minipic_src, default_settings):
-    for name in (st.FILES, st.CHUNKS, st.FACTS, st.STRUCTURE, st.ENTITIES, st.RECORDS,
-                 st.VECTORS, st.VECTOR_KEYS, st.FAISS, st.MANIFEST):
+    for name in (L.FILES, L.CHUNKS, L.FACTS, L.STRUCTURE, L.ENTITIES, L.RECORDS,
+                 L.VECTORS, L.VECTOR_KEYS, L.FAISS, L.MANIFEST):
         assert (minipic_index / name).is_file(), name
-    assert (minipic_index / st.BM25).is_dir()
+    assert (minipic_index / L.BM25).is_dir()
     m = _manifest(minipic_index)
     assert m.schema_version == SCHEMA_VERSION
-    assert m.chunker_version == st.CHUNKER_VERSION
+    assert m.chunker_version == L.CHUNKER_VERSION
     assert m.model_id == model_id(default_settings.embedding)
     assert m.model_id.startswith(default_settings.embedding.model)
     assert m.dim == 384
@@ -59,10 +60,10 @@ def test_manifest_and_stage_files(minipic_index, minipic_src, default_settings):
     assert set(m.files) == collected
     for path, sha in m.files.items():
         assert sha == hashlib.sha256((minipic_src / path).read_bytes()).hexdigest(), path
-    records = read_jsonl(minipic_index / st.RECORDS, Chunk)
-    keys = read_json(minipic_index / st.VECTOR_KEYS)
-    vectors = np.load(minipic_index / st.VECTORS)
-    index = faiss.read_index(str(minipic_index / st.FAISS))
+    records = read_jsonl(minipic_index / L.RECORDS, Chunk)
+    keys = read_json(minipic_index / L.VECTOR_KEYS)
+    vectors = np.load(minipic_index / L.VECTORS)
+    index = faiss.read_index(str(minipic_index / L.FAISS))
     assert m.counts["records"] == len(records) == len(keys) == len(vectors) == index.ntotal
     assert m.counts["files"] == len(m.files)
     assert vectors.shape[1] == m.dim and index.d == m.dim
@@ -76,7 +77,7 @@ def test_manifest_and_stage_files(minipic_index, minipic_src, default_settings):
 
 
 def test_records_hold_code_docs_build_files_and_entities(minipic_index):
-    records = read_jsonl(minipic_index / st.RECORDS, Chunk)
+    records = read_jsonl(minipic_index / L.RECORDS, Chunk)
     m = _manifest(minipic_index)
     kinds = {r.kind for r in records}
     assert {"function", "method", "class", "file", "module", "call_chain"} <= kinds
@@ -123,7 +124,7 @@ def test_unchanged_rebuild_parses_and_embeds_nothing(fresh_minipic, default_sett
 def test_changed_file_is_reparsed_and_reembedded_alone(fresh_minipic, default_settings):
     repo, index = fresh_minipic
     old_keys, old_records = _keys_and_records(index)
-    old_vectors = np.load(index / st.VECTORS)
+    old_vectors = np.load(index / L.VECTORS)
     src = repo / GATHER
     text = src.read_text()
     anchor = "const std::size_t np = bunch.size();"
@@ -143,7 +144,7 @@ def test_changed_file_is_reparsed_and_reembedded_alone(fresh_minipic, default_se
     assert any(i.startswith("src/gather.cpp#function:") and "gatherCIC" in i
                for i in changed_ids)
     # Every other vector is carried over unchanged.
-    vectors = np.load(index / st.VECTORS)
+    vectors = np.load(index / L.VECTORS)
     for i, k in enumerate(new_keys):
         if k in old_pos:
             assert np.array_equal(vectors[i], old_vectors[old_pos[k]])
@@ -166,7 +167,7 @@ def test_deleted_file_disappears_everywhere(fresh_minipic, default_settings, eng
     assert not np.any(store.lexical.scores(tokenize("wab")))
     assert all(h.chunk.path != GATHER for h in eng.search("wab gatherCIC", k=10))
     assert store.faiss.ntotal == len(store.records) == len(store.vectors)
-    assert len(read_json(index / st.VECTOR_KEYS)) == len(store.records)
+    assert len(read_json(index / L.VECTOR_KEYS)) == len(store.records)
     assert all(n.path != GATHER for n in store.structure.nodes)
     assert not [e for e in store.structure.edges
                 if GATHER in e.source.split("#")[0] or GATHER in e.target.split("#")[0]]
@@ -207,11 +208,11 @@ def test_interrupted_build_leaves_previous_index_intact(fresh_minipic, default_s
     scratch = scratch_dir(index, proc.pid)
     try:
         # Wait until the embed stage runs: entities written, records not yet.
-        while not (scratch / st.ENTITIES).is_file():
+        while not (scratch / L.ENTITIES).is_file():
             assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
             time.sleep(0.2)
         time.sleep(1.0)   # into model loading / encoding
-        assert proc.poll() is None and not (scratch / st.RECORDS).exists(), "embedding finished early"
+        assert proc.poll() is None and not (scratch / L.RECORDS).exists(), "embedding finished early"
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=300)
     finally:
@@ -254,20 +255,20 @@ def _drop_last_lines(path: Path) -> None:
 
 
 CORRUPTIONS = {
-    "manifest-garbage": lambda d: (d / st.MANIFEST).write_text("{not json"),
-    "manifest-wrong-shape": lambda d: (d / st.MANIFEST).write_text("[1, 2]"),
-    "manifest-empty": lambda d: (d / st.MANIFEST).write_text(""),
-    "faiss-garbage": lambda d: (d / st.FAISS).write_bytes(b"not a faiss index" * 4),
-    "faiss-truncated": lambda d: _truncate_mid(d / st.FAISS),
-    "faiss-missing": lambda d: (d / st.FAISS).unlink(),
-    "records-truncated": lambda d: _truncate_mid(d / st.RECORDS),
-    "records-short": lambda d: _drop_last_lines(d / st.RECORDS),
-    "records-missing": lambda d: (d / st.RECORDS).unlink(),
-    "vectors-garbage": lambda d: (d / st.VECTORS).write_bytes(b"\x93NUMPY garbage"),
-    "structure-garbage": lambda d: (d / st.STRUCTURE).write_text("{"),
-    "bm25-missing": lambda d: shutil.rmtree(d / st.BM25),
-    "other-chunker": lambda d: (d / st.MANIFEST).write_text(json.dumps(
-        {**read_json(d / st.MANIFEST), "chunker_version": "cpp-ts-0"})),
+    "manifest-garbage": lambda d: (d / L.MANIFEST).write_text("{not json"),
+    "manifest-wrong-shape": lambda d: (d / L.MANIFEST).write_text("[1, 2]"),
+    "manifest-empty": lambda d: (d / L.MANIFEST).write_text(""),
+    "faiss-garbage": lambda d: (d / L.FAISS).write_bytes(b"not a faiss index" * 4),
+    "faiss-truncated": lambda d: _truncate_mid(d / L.FAISS),
+    "faiss-missing": lambda d: (d / L.FAISS).unlink(),
+    "records-truncated": lambda d: _truncate_mid(d / L.RECORDS),
+    "records-short": lambda d: _drop_last_lines(d / L.RECORDS),
+    "records-missing": lambda d: (d / L.RECORDS).unlink(),
+    "vectors-garbage": lambda d: (d / L.VECTORS).write_bytes(b"\x93NUMPY garbage"),
+    "structure-garbage": lambda d: (d / L.STRUCTURE).write_text("{"),
+    "bm25-missing": lambda d: shutil.rmtree(d / L.BM25),
+    "other-chunker": lambda d: (d / L.MANIFEST).write_text(json.dumps(
+        {**read_json(d / L.MANIFEST), "chunker_version": "cpp-ts-0"})),
 }
 
 
@@ -371,9 +372,9 @@ def test_watch_mode_updates_the_index_after_an_edit_and_stops_cleanly(fresh_mini
         assert update["parsed"] == 1 and update["embedded"] >= 1
         assert _manifest(index).files[GATHER] == hashlib.sha256(src.read_bytes()).hexdigest()
         assert any(r.name == "watchedHelperForTest"
-                   for r in read_jsonl(index / st.RECORDS, Chunk))
+                   for r in read_jsonl(index / L.RECORDS, Chunk))
         time.sleep(1.0)  # a few unchanged checks: nothing printed, nothing rebuilt
-        stamp = (index / st.MANIFEST).stat().st_mtime_ns
+        stamp = (index / L.MANIFEST).stat().st_mtime_ns
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -382,7 +383,7 @@ def test_watch_mode_updates_the_index_after_an_edit_and_stops_cleanly(fresh_mini
             proc.wait()
     assert proc.returncode == 0, err[-2000:]
     assert out.strip() == "" and "Traceback" not in err
-    assert (index / st.MANIFEST).stat().st_mtime_ns == stamp
+    assert (index / L.MANIFEST).stat().st_mtime_ns == stamp
     assert Engine.load(index, default_settings).status().stale_files == []
     assert "stopped watching" in err
 
@@ -417,7 +418,7 @@ def test_partial_parse_is_reported_in_the_build_report(tmp_path, default_setting
 def test_stage_embed_refuses_named_inputs_that_are_missing(minipic_index, tmp_path,
                                                            default_settings):
     """A named explanations or files.json input that is absent is an error, not 'none'."""
-    args = (minipic_index / st.CHUNKS, minipic_index / st.ENTITIES, tmp_path / "out",
+    args = (minipic_index / L.CHUNKS, minipic_index / L.ENTITIES, tmp_path / "out",
             default_settings)
     with pytest.raises(UserError, match=f"missing file: {tmp_path / 'nope.jsonl'}"):
         st.stage_embed(*args, explanations_path=tmp_path / "nope.jsonl")

@@ -19,6 +19,7 @@ from ..contracts.errors import UserError
 from ..contracts.jsonio import read_model
 from ..contracts.models import Manifest
 from ..contracts.settings import Settings
+from ..index import layout as L
 from . import stages as st
 
 
@@ -44,8 +45,8 @@ class BuildReport(BaseModel):
 
 def valid_index(path: Path) -> Manifest | None:
     try:
-        if (path / st.MANIFEST).is_file():
-            return read_model(path / st.MANIFEST, Manifest)
+        if (path / L.MANIFEST).is_file():
+            return read_model(path / L.MANIFEST, Manifest)
     except UserError:
         return None
     return None
@@ -54,7 +55,7 @@ def valid_index(path: Path) -> Manifest | None:
 def _check_output(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise UserError(f"output path exists and is not a folder: {out}")
-    if out.is_dir() and any(out.iterdir()) and not (out / st.MANIFEST).exists():
+    if out.is_dir() and any(out.iterdir()) and not (out / L.MANIFEST).exists():
         raise UserError(f"output folder {out} exists and is not a codeteacher index; "
                         "refusing to overwrite it")
     try:
@@ -102,7 +103,7 @@ def clean_stale_scratch(out: Path) -> list[Path]:
             owner, _, pid = tag.rpartition("-")
             if owner not in ("", host) or not pid.isdigit() or int(pid) == os.getpid():
                 continue
-            if kind == "old" and not (out / st.MANIFEST).is_file():
+            if kind == "old" and not (out / L.MANIFEST).is_file():
                 continue  # the only complete copy: store._recover serves it
             if not _pid_alive(int(pid)):
                 shutil.rmtree(p, ignore_errors=True)
@@ -164,22 +165,22 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
         return result
 
     try:
-        collected = timed("collect", st.stage_collect, repo, work / st.FILES, settings,
+        collected = timed("collect", st.stage_collect, repo, work / L.FILES, settings,
                           include=include, exclude=exclude)
         if old is not None and _up_to_date(old, collected, settings, name, out):
             shutil.rmtree(work, ignore_errors=True)
             record_settings(out, settings)  # today's run-time settings, same content
             return _unchanged_report(old, collected, out, seconds)
-        parse = timed("parse", st.stage_parse, work / st.FILES, work / st.CHUNKS, settings,
+        parse = timed("parse", st.stage_parse, work / L.FILES, work / L.CHUNKS, settings,
                       cache=cache, progress=progress)
-        structure = timed("graph", st.stage_graph, work / st.FILES, work / st.CHUNKS,
-                          work / st.STRUCTURE)
-        timed("entities", st.stage_entities, work / st.FILES, work / st.CHUNKS,
-              work / st.STRUCTURE, work / st.ENTITIES)
+        structure = timed("graph", st.stage_graph, work / L.FILES, work / L.CHUNKS,
+                          work / L.STRUCTURE)
+        timed("entities", st.stage_entities, work / L.FILES, work / L.CHUNKS,
+              work / L.STRUCTURE, work / L.ENTITIES)
         explained = timed("explain", _explain, work, cache, settings, progress)
-        emb = timed("embed", st.stage_embed, work / st.CHUNKS, work / st.ENTITIES, work,
+        emb = timed("embed", st.stage_embed, work / L.CHUNKS, work / L.ENTITIES, work,
                     settings, cache=cache,  # explanations exist only when the stage ran
-                    explanations_path=work / st.EXPLANATIONS if explained else None,
+                    explanations_path=work / L.EXPLANATIONS if explained else None,
                     progress=progress)
         manifest = timed("index", st.stage_index, work, work, settings, name, seconds)
         _link_papers(work, cache, settings)
@@ -187,7 +188,7 @@ def _build_index(repo, out, name, settings, progress, include, exclude) -> Build
         manifest.explanations = _explanation_signatures(settings)
         from ..contracts.jsonio import write_json
         record_settings(work, settings)
-        write_json(work / st.MANIFEST, manifest)
+        write_json(work / L.MANIFEST, manifest)
         swap_in(work, out)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -241,7 +242,7 @@ def _up_to_date(old: Manifest, collected, settings: Settings, name: str, out: Pa
 
     if settings.papers.link_on_index and not (out / LINKS_FILE).is_file():
         return False
-    return (old.schema_version == SCHEMA_VERSION and old.chunker_version == st.CHUNKER_VERSION
+    return (old.schema_version == SCHEMA_VERSION and old.chunker_version == L.CHUNKER_VERSION
             and old.name == name and old.root == collected.root
             and old.settings_signature == settings.index_signature()
             and old.model_id == embed_model_id(settings.embedding)
@@ -249,14 +250,14 @@ def _up_to_date(old: Manifest, collected, settings: Settings, name: str, out: Pa
             and old.explanations == _explanation_signatures(settings)
             and old.files == {f.path: f.sha256 for f in collected.files}
             and all((out / f).exists()
-                    for f in (st.FAISS, st.BM25, st.RECORDS, st.VECTOR_KEYS)))
+                    for f in (L.FAISS, L.BM25, L.RECORDS, L.VECTOR_KEYS)))
 
 
 def _unchanged_report(old: Manifest, collected, out: Path, seconds: dict) -> BuildReport:
     import json
 
-    keys = json.loads((out / st.VECTOR_KEYS).read_text(encoding="utf-8"))
-    facts = st.read_facts(out / st.FACTS) if (out / st.FACTS).is_file() else {}
+    keys = json.loads((out / L.VECTOR_KEYS).read_text(encoding="utf-8"))
+    facts = st.read_facts(out / L.FACTS) if (out / L.FACTS).is_file() else {}
     return BuildReport(name=old.name, out=str(out), files=len(collected.files),
                        skipped=collected.skipped, chunks_by_kind=_kinds(old), stage_seconds=seconds,
                        reused_files=len(collected.files), reused_vectors=sum(1 for k in keys if k),
@@ -270,9 +271,9 @@ def _explain(work: Path, cache: Path | None, settings: Settings, progress: bool)
         return {}
     from .explain import explain_stage
 
-    report = explain_stage(work / st.CHUNKS, work / st.ENTITIES, work / st.STRUCTURE,
-                           work / st.EXPLANATIONS, settings,
-                           cache=(cache / st.EXPLANATIONS) if cache else None, progress=progress)
+    report = explain_stage(work / L.CHUNKS, work / L.ENTITIES, work / L.STRUCTURE,
+                           work / L.EXPLANATIONS, settings,
+                           cache=(cache / L.EXPLANATIONS) if cache else None, progress=progress)
     return report.model_dump() if hasattr(report, "model_dump") else dict(report)
 
 
@@ -290,3 +291,26 @@ def _link_papers(work: Path, cache: Path | None, settings: Settings) -> None:
         build_paper_links(work, library, settings)
     elif had_links:
         shutil.copy2(old, work / LINKS_FILE)
+
+
+def assemble_index(work: Path, out: Path, settings: Settings, name: str | None) -> None:
+    """`codeteacher stage index`: an index folder from stage files (in `work` or
+    `work/embedded`), assembled in a scratch folder beside `out` and swapped in atomically."""
+    _check_output(out)
+    clean_stale_scratch(out)
+    tmp = scratch_dir(out)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        for f in (L.FILES, L.CHUNKS, L.FACTS, L.STRUCTURE, L.ENTITIES, L.EXPLANATIONS,
+                  L.RECORDS, L.VECTORS, L.VECTOR_KEYS):
+            src = work / f
+            if not src.is_file():
+                src = work / "embedded" / f
+            if src.is_file():
+                shutil.copy2(src, tmp / f)
+        st.stage_index(tmp, tmp, settings, name or out.parent.name)
+        swap_in(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

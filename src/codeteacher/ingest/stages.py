@@ -38,18 +38,15 @@ from ..contracts.settings import Settings
 from ..embedding import load_embedder
 from ..embedding import model_id as embed_model_id
 from ..embedding import resolve as resolve_embedding
-from ..index.layout import (  # noqa: F401
+from ..index.layout import (
     BM25,
     CHUNKER_VERSION,
     CHUNKS,
-    ENTITIES,
-    EXPLANATIONS,
     FACTS,
     FAISS,
     FILES,
     MANIFEST,
     RECORDS,
-    STRUCTURE,
     VECTOR_KEYS,
     VECTORS,
     embed_text,

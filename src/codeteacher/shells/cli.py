@@ -363,7 +363,9 @@ def cmd_stage(args) -> int:
                        explanations_path=P(args.explanations) if args.explanations else None,
                        cache=_cache(args.cache))
     elif args.stage == "index":
-        _stage_index(P(args.work), P(args.out), s, args.name)
+        from ..ingest.build import assemble_index
+
+        assemble_index(P(args.work), P(args.out), s, args.name)
     return 0
 
 
@@ -392,33 +394,6 @@ def _cache(path: str | None, file: str | None = None):
     if file:
         return p / file if p.is_dir() else p
     return p if p.is_dir() else None
-
-
-def _stage_index(work: Path, out: Path, settings, name: str | None) -> None:
-    """Assemble an index folder from stage files, then swap it in atomically."""
-    import shutil
-
-    from ..ingest import stages as st
-    from ..ingest.build import _check_output, clean_stale_scratch, scratch_dir, swap_in
-
-    _check_output(out)
-    clean_stale_scratch(out)
-    tmp = scratch_dir(out)
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        for f in (st.FILES, st.CHUNKS, st.FACTS, st.STRUCTURE, st.ENTITIES, st.EXPLANATIONS,
-                  st.RECORDS, st.VECTORS, st.VECTOR_KEYS):
-            src = work / f
-            if not src.is_file():
-                src = work / "embedded" / f
-            if src.is_file():
-                shutil.copy2(src, tmp / f)
-        st.stage_index(tmp, tmp, settings, name or out.parent.name)
-        swap_in(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _add_stage_parser(sub) -> None:
