@@ -238,3 +238,12 @@ def test_paths_filter_matches_whole_folders(small_engine):
 def test_get_code_of_a_file_in_a_hidden_folder(small_engine):
     code = small_engine.get_code("./.ci/check.cpp")
     assert code.path == ".ci/check.cpp" and "checkAll" in code.text
+
+
+def test_path_filter_is_one_rule_for_engine_and_mcp():
+    """'src' takes files under src/, never a sibling folder that merely starts the same way."""
+    from codeteacher.retrieval.search import path_filter
+
+    inside = path_filter(["src", "/docs/"])
+    assert inside("src/a.cpp") and inside("docs/x.md") and inside("src")
+    assert not inside("srcX/a.cpp") and not inside("docsrc/x.md") and not inside("a/src/b.cpp")

@@ -291,10 +291,17 @@ def allowed_mask(store: IndexStore, kinds: list[str] | None, paths: list[str] | 
         ks = set(kinds)
         mask &= np.array([r.kind in ks for r in store.records])
     if paths:
-        prefixes = tuple(p.strip("/") for p in paths)
-        mask &= np.array([r.path in prefixes or r.path.startswith(tuple(p + "/" for p in prefixes))
-                          for r in store.records])
+        inside = path_filter(paths)
+        mask &= np.array([inside(r.path) for r in store.records])
     return mask
+
+
+def path_filter(paths: list[str]):
+    """The one rule for "only files under these paths": a path is in scope when it is one of
+    them or lies below one ('src' takes src/x.cpp, not srcX/y.cpp)."""
+    exact = frozenset(p.strip("/") for p in paths)
+    below = tuple(p + "/" for p in exact)
+    return lambda path: path in exact or path.startswith(below)
 
 
 def search(store: IndexStore, embedder, question: str, settings: Settings, k: int | None = None,

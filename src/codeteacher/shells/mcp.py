@@ -31,6 +31,7 @@ from ..contracts.models import CODE_KINDS, ENTITY_KINDS, TEXT_KINDS, Chunk, Pape
 from ..contracts.settings import Settings
 from ..contracts.settings.limits import shorten
 from ..contracts.settings.sources import off_machine
+from ..retrieval.search import path_filter
 
 log = logging.getLogger("codeteacher.mcp")
 
@@ -399,9 +400,9 @@ def build_server(registry: Registry, log_level: str = "WARNING"):
         name, eng = registry.engine(index)
         hits = eng.search(query, k=k, kinds=kinds or None, paths=paths or None)
         # The filters are a promise to the client: enforce them on what comes back, too.
-        prefixes = tuple(p.strip("/") for p in paths or [])
+        inside = path_filter(paths) if paths else None
         hits = [h for h in hits if (not kinds or h.chunk.kind in kinds)
-                and (not prefixes or h.chunk.path.startswith(prefixes))]
+                and (inside is None or inside(h.chunk.path))]
         return SearchResult(index=name, query=query, hits=[
             Hit(path=h.chunk.path, start_line=h.chunk.start_line, end_line=h.chunk.end_line,
                 symbol=h.chunk.qualified_name or h.chunk.name, kind=h.chunk.kind, score=h.score,
