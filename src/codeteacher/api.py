@@ -13,7 +13,7 @@ from .answer.extractive import extractive_answer, to_evidence
 from .contracts.errors import UserError
 from .contracts.models import AskResult, Chunk, SearchHit
 from .contracts.settings import Settings, load_settings
-from .index.layout import file_node, module_node, split_node, sym_node
+from .index.layout import LINKS_FILE, file_node, module_node, split_node, sym_node
 from .contracts.settings.limits import shorten
 from .index.files import RefusedFile, read_repo_file
 from .index.store import IndexStore
@@ -236,6 +236,8 @@ class Engine:
 
     def _papers(self, result: AskResult) -> list:
         """Papers linked to the evidence (needs paper_links.json, built by `papers build`)."""
+        if not (self.store.path / LINKS_FILE).is_file():
+            return []  # no links: the papers machinery is not even imported (cold `ask`)
         from .papers.linking import links_for
 
         cfg = self.settings.papers

@@ -14,6 +14,7 @@ FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"
 FAISS, BM25, MANIFEST = "faiss.index", "bm25", "manifest.json"
+LINKS_FILE = "paper_links.json"  # code-paper links, written by `papers build` or a build
 
 
 def embed_text(c: Chunk, max_code_chars: int) -> str:

@@ -238,9 +238,8 @@ def _up_to_date(old: Manifest, collected, settings: Settings, name: str, out: Pa
     from ..contracts.models import SCHEMA_VERSION
     from ..embedding import model_id as embed_model_id
     from ..embedding import resolve as resolve_embedding
-    from ..papers.linking import LINKS_FILE
 
-    if settings.papers.link_on_index and not (out / LINKS_FILE).is_file():
+    if settings.papers.link_on_index and not (out / L.LINKS_FILE).is_file():
         return False
     return (old.schema_version == SCHEMA_VERSION and old.chunker_version == L.CHUNKER_VERSION
             and old.name == name and old.root == collected.root
@@ -280,9 +279,9 @@ def _explain(work: Path, cache: Path | None, settings: Settings, progress: bool)
 def _link_papers(work: Path, cache: Path | None, settings: Settings) -> None:
     """Relink entities to papers when asked to, or when the previous index had links (a
     rebuild must not silently lose them). Without the library the old links are kept."""
-    from ..papers.linking import LINKS_FILE, build_paper_links
+    from ..papers.linking import build_paper_links
 
-    old = cache / LINKS_FILE if cache else None
+    old = cache / L.LINKS_FILE if cache else None
     had_links = old is not None and old.is_file()
     if not settings.papers.link_on_index and not had_links:
         return
@@ -290,7 +289,7 @@ def _link_papers(work: Path, cache: Path | None, settings: Settings) -> None:
     if library.is_file():
         build_paper_links(work, library, settings)
     elif had_links:
-        shutil.copy2(old, work / LINKS_FILE)
+        shutil.copy2(old, work / L.LINKS_FILE)
 
 
 def assemble_index(work: Path, out: Path, settings: Settings, name: str | None) -> None:

@@ -17,7 +17,7 @@ from ..contracts.errors import UserError
 from ..contracts.jsonio import read_jsonl, write_text
 from ..contracts.models import Chunk, PaperLink
 from ..embedding import model_id as embed_model_id
-from ..index.layout import RECORDS, VECTOR_KEYS, VECTORS, embed_text, vector_key
+from ..index.layout import LINKS_FILE, RECORDS, VECTOR_KEYS, VECTORS, embed_text, vector_key
 from . import state as S
 from . import vectors as PV
 from .citations import Citation, RecordIndex, citations_from_cff, citations_in_chunks, resolve
@@ -28,7 +28,6 @@ from .scoring import CitationMap, Linker
 __all__ = ["CitationMap", "Linker", "PaperLinksReport", "build_paper_links", "links_for",
            "link_target", "load_links", "read_records"]
 
-LINKS_FILE = "paper_links.json"
 LINKS_SCHEMA = 1
 
 
