@@ -44,11 +44,17 @@ def _name_parts(name: str) -> frozenset[str]:
     return frozenset(parts)
 
 
+@lru_cache(maxsize=50000)
+def _suffix(path: str) -> str:
+    return PurePosixPath(path).suffix.lower()
+
+
 @lru_cache(maxsize=20000)
 def _path_parts(path: str) -> frozenset[str]:
     return frozenset(tokenize(path.replace("/", " ").replace(".", " ")))
 
 
+@lru_cache(maxsize=50000)
 def component(path: str) -> str:
     """A header and its implementation file (same folder and stem) are one unit."""
     p = PurePosixPath(path)
@@ -63,10 +69,14 @@ def low_signal(c: Chunk, trivial_lines: int) -> bool:
             return True
         if c.kind in ("class", "struct") and not c.members:
             return True  # forward declaration or empty tag
-    lines = [ln for ln in c.text.splitlines() if ln.strip()]
-    if lines and sum(ln.lstrip().startswith("#include") for ln in lines) > 0.6 * len(lines):
-        return True
-    return False
+    return _mostly_includes(c.text)
+
+
+@lru_cache(maxsize=50000)
+def _mostly_includes(text: str) -> bool:
+    # Cached per text: the same chunks come back query after query (a warm-latency hot spot).
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return bool(lines) and sum(ln.lstrip().startswith("#include") for ln in lines) > 0.6 * len(lines)
 
 
 def _owner_and_name(c: Chunk) -> str:
@@ -102,7 +112,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         f["file_support"] = float(min(support_cap, same_file))
     if rule and rule.flow_cue and (c.kind == "call_chain" or len(c.calls) >= flow_min_calls):
         f["flow_cue"] = 1.0
-    if rule and rule.api_cue and PurePosixPath(c.path).suffix.lower() in HEADER_EXT and c.comment:
+    if rule and rule.api_cue and _suffix(c.path) in HEADER_EXT and c.comment:
         f["api_cue"] = 1.0
     if low_signal(c, trivial_lines):
         f["low_signal"] = 1.0
@@ -126,10 +136,17 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     # stem, e.g. X.h / X.hpp / X.cpp) are one unit of C++ code.
     per_file = Counter(component(records[c.idx].path) for c in top)
     w = settings.weights.model_dump()
+    memo: dict[str, float] = {}
+
+    def idf_memo(t: str) -> float:  # the same words are weighed for every candidate
+        if t not in memo:
+            memo[t] = idf(t)
+        return memo[t]
+
     for c in top:
         r = records[c.idx]
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
-                         settings.trivial_lines, idf, settings.flow_min_calls,
+                         settings.trivial_lines, idf_memo, settings.flow_min_calls,
                          settings.file_support_cap)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
