@@ -54,6 +54,7 @@ class IndexStore:
         self._build_lookups()
 
     def _build_lookups(self) -> None:
+        self._members: dict[str, list[int]] = {}
         self.by_id = {r.id: i for i, r in enumerate(self.records)}
         self.by_path: dict[str, list[int]] = defaultdict(list)
         self.by_basename: dict[str, list[str]] = defaultdict(list)
@@ -88,3 +89,11 @@ class IndexStore:
 
     def file_record_index(self, path: str) -> int | None:
         return self.by_id.get(file_node(path))
+
+    def members(self, path: str) -> list[int]:
+        """Records of one file other than its file entity (computed once per file: the
+        whole-file channel asks for the same files query after query)."""
+        cache = self._members
+        if path not in cache:
+            cache[path] = [i for i in self.by_path.get(path, []) if self.records[i].kind != "file"]
+        return cache[path]

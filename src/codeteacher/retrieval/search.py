@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -20,7 +21,7 @@ from .literal import match_literals
 from .query import CODE_EXT, QueryAnalysis, analyze
 
 
-@dataclass
+@dataclass(eq=False)  # one Candidate per record: identity is equality (and much cheaper)
 class Candidate:
     idx: int
     score: float = 0.0
@@ -202,8 +203,7 @@ def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, ge
         fi = store.file_record_index(path)
         if fi is not None:
             targets.append(fi)
-        members = [i for i in store.by_path.get(path, []) if store.records[i].kind != "file"
-                   and (not fc.found_only or i in found)]
+        members = [i for i in store.members(path) if not fc.found_only or i in found]
         if members and fc.chunks_per_file:
             local = np.asarray(store.vectors[members]) @ qvec + rs.file_scoped_lexical * \
                 lex[members]
@@ -214,6 +214,16 @@ def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, ge
             c = get(i)
             c.fused += contrib
             c.why.append(f"file bm25 #{rank + 1}")
+
+
+@lru_cache(maxsize=50000)
+def _base_name(path: str) -> str:
+    return PurePosixPath(path).name
+
+
+@lru_cache(maxsize=50000)
+def _is_code_name(name: str) -> bool:
+    return PurePosixPath(name).suffix.lower() in CODE_EXT
 
 
 def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int,
@@ -268,8 +278,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
                 r = store.records[best.idx]
         # A call-chain entity spans its root function's lines but says something else.
         key = (r.path, r.start_line, r.end_line, r.kind == "call_chain")
-        name = PurePosixPath(r.path).name
-        family = per_name[name] if PurePosixPath(name).suffix.lower() in CODE_EXT else set()
+        name = _base_name(r.path)
+        family = per_name[name] if _is_code_name(name) else set()
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
                 or per_file[r.path] >= max_per_file \
                 or (max_per_name and r.path not in family and len(family) >= max_per_name):
