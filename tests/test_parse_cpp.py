@@ -428,3 +428,50 @@ def test_a_construct_lost_to_a_parser_failure_is_counted_and_named():
 def test_a_whole_file_failure_is_counted_not_hidden():
     pf = parse_cpp("deeper.cpp", _nested(1500))
     assert pf.failures >= 1 and "RecursionError" in pf.failure
+
+
+def test_define_and_typedef_blocks_are_chunks_include_guard_is_not():
+    text = src("""
+        #ifndef GRID_H
+        #define GRID_H
+
+        // Field indices
+        #define FIELD_DENSITY 0
+        #define FIELD_ENERGY 1
+
+        // Five-point stencil applied to a
+        #define STENCIL(a) (4.0 * a[i] - a[i - 1] - a[i + 1])
+
+        typedef double real_t;
+        using index_t = long;
+
+        struct Grid { int n; };
+        typedef struct { int x; } Point;
+        #endif
+        """)
+    pf = parse_cpp("grid.h", text)
+    fields = get(pf, "FIELD_DENSITY", "macro")
+    assert fields.members == ["FIELD_ENERGY"] and fields.comment == "Field indices"
+    assert (fields.start_line, fields.end_line) == (line_of(text, "FIELD_DENSITY"),
+                                                    line_of(text, "FIELD_ENERGY"))
+    stencil = get(pf, "STENCIL", "macro")
+    assert stencil.signature == "#define STENCIL(a)"
+    assert stencil.comment == "Five-point stencil applied to a"
+    assert "GRID_H" not in names(pf)  # the include guard
+    aliases = get(pf, "real_t", "typedef")
+    assert aliases.members == ["index_t"]
+    assert get(pf, "Point", "struct") and get(pf, "Grid", "struct")  # not typedef blocks
+
+
+def test_member_aliases_stay_with_their_class():
+    pf = parse_cpp("v.h", src("""
+        template <class T>
+        class Vec {
+          public:
+            using value_type = T;
+            typedef T* pointer;
+            T get() const { return v; }
+            T v;
+        };
+        """))
+    assert names(pf, "typedef") == []

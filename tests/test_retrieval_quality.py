@@ -667,3 +667,14 @@ def test_location_lookups_list_distinct_files(minipic_index):
     loose = variant(minipic_index, lift)
     loose_paths = [e.path for e in loose.ask(question).evidence]
     assert max(Counter(loose_paths).values()) > 1, loose_paths
+
+
+def test_operator_keyword_is_not_a_name_word():
+    from codeteacher.retrieval.rerank import _name_parts
+
+    # "the heat-conduction operator" must not match every operator overload by name ...
+    assert _name_parts("operator+") == frozenset() and _name_parts("operator()") == frozenset()
+    assert _name_parts("Vec operator+=") == {"vec"}
+    # ... while classes and functions that are named for an operator still are.
+    assert stem("operator") in _name_parts("LaplaceOperator")
+    assert stem("operator") in _name_parts("apply_operator")

@@ -18,7 +18,7 @@ Category = Literal["code", "doc", "build", "script"]
 # entity stage (entities are indexed as chunks of kind file/module/call_chain).
 CODE_KINDS = (
     "function", "method", "constructor", "destructor", "operator", "function_part",
-    "class", "struct", "union", "enum", "declaration", "namespace_block",
+    "class", "struct", "union", "enum", "declaration", "namespace_block", "macro", "typedef",
 )
 TEXT_KINDS = ("doc_section", "build", "script")
 ENTITY_KINDS = ("file", "module", "call_chain")

@@ -14,7 +14,7 @@ from ..contracts.models import Chunk, Edge, FileRecord, GraphNode, ProjectStruct
 from ..index.layout import file_node, module_node, sym_node
 
 SYMBOL_KINDS = {"function", "method", "constructor", "destructor", "operator", "class", "struct",
-                "union", "enum", "declaration"}
+                "union", "enum", "declaration", "macro", "typedef"}
 CALLABLE = {"function", "method", "constructor", "destructor", "operator"}
 TYPE_KINDS = {"class", "struct", "union", "enum"}
 

@@ -6,6 +6,7 @@ against the question's words and routed intent; weights and their reasons are in
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -32,11 +33,17 @@ ENTITY_KINDS_FOR = {
     "test": set(),
 }
 CODE = {"function", "method", "constructor", "destructor", "operator", "function_part", "class",
-        "struct", "union", "enum", "declaration"}
+        "struct", "union", "enum", "declaration", "macro", "typedef"}
+
+
+_OPERATOR = re.compile(r"\boperator\b\s*(?=[^\w\s]|$)")
 
 
 @lru_cache(maxsize=20000)
 def _name_parts(name: str) -> frozenset[str]:
+    # `operator+` is named by its symbol: the keyword is not the word "operator" of a question
+    # ("the heat-conduction operator").
+    name = _OPERATOR.sub(" ", name)
     stem = PurePosixPath(name).stem if "." in name and " " not in name else name
     parts = set()
     for word in stem.replace("::", " ").replace("/", " ").split():

@@ -24,6 +24,7 @@ _CLASS_KINDS = {"class_specifier": "class", "struct_specifier": "struct",
                 "union_specifier": "union", "enum_specifier": "enum"}
 _CONTAINERS = {"translation_unit", "declaration_list", "preproc_if", "preproc_ifdef",
                "preproc_else", "preproc_elif", "preproc_elifdef", "ERROR"}
+_MACRO_DEFS = {"preproc_def", "preproc_function_def"}
 _WRAPPERS = {"pointer_declarator", "reference_declarator", "attributed_declarator",
              "init_declarator"}
 _PARAM_KINDS = {"parameter_declaration", "optional_parameter_declaration",
@@ -203,11 +204,90 @@ class _FileParser:
             self.failure = where + describe(exc)
 
     def visit_children(self, node, ctx: _Ctx) -> None:
-        for child in node.named_children:
+        children = node.named_children
+        i = 0
+        while i < len(children):
+            child = children[i]
+            kind = self.block_kind(child)
+            if kind == "typedef" and ctx.classes:
+                kind = ""  # a class's member aliases are part of the class (its members)
+            if kind:
+                j = self.block_end(children, i, kind)
+                try:
+                    self.definitions(kind, children[i:j], node)
+                except Exception as exc:  # noqa: BLE001 - as below
+                    self.fail(exc, child)
+                i = j
+                continue
             try:
                 self.visit(child, ctx)
             except Exception as exc:  # noqa: BLE001 - one bad construct must not lose the file
                 self.fail(exc, child)
+            i += 1
+
+    @staticmethod
+    def block_kind(node) -> str:
+        """'macro' for #defines, 'typedef' for type aliases (not `typedef struct {...}`, which
+        is a struct), else ''."""
+        if node.type in _MACRO_DEFS:
+            return "macro"
+        if node.type == "alias_declaration":
+            return "typedef"
+        if node.type == "type_definition":
+            spec = node.child_by_field_name("type")
+            if spec is None or spec.type not in _CLASS_KINDS \
+                    or spec.child_by_field_name("body") is None:
+                return "typedef"
+        return ""
+
+    def block_end(self, children, i: int, kind: str) -> int:
+        """End of a block of definitions of one kind on consecutive lines (comments between
+        them included): a blank line or any other construct closes it, as a reader groups them."""
+        j, last = i + 1, i
+        while j < len(children) and (children[j].type == "comment"
+                                     or self.block_kind(children[j]) == kind) \
+                and children[j].start_point.row <= self.end_line(children[j - 1]):
+            if children[j].type != "comment":
+                last = j
+            j += 1
+        return last + 1
+
+    def definitions(self, kind: str, run, parent) -> None:
+        """One chunk per block of #defines or type aliases: scientific C and C++ keep constants,
+        field indices, small kernels (a stencil, a min/max) in macros and name their array and
+        precision types with aliases, and a reader asks for them by what they are. An include
+        guard (#ifndef X / #define X) is not a definition."""
+        guard = parent.child_by_field_name("name") if parent.type == "preproc_ifdef" else None
+        defs = []
+        for d in run:
+            name = self.definition_name(d)
+            if not name or (guard is not None and d.type == "preproc_def"
+                            and d.child_by_field_name("value") is None
+                            and name == self.txt(guard)):
+                continue
+            defs.append((d, name))
+        if not defs:
+            return
+        first, name = defs[0]
+        if len(defs) > 1:
+            sig = ", ".join(n for _, n in defs[:12]) + (", ..." if len(defs) > 12 else "")
+        elif first.type == "preproc_function_def":
+            params = first.child_by_field_name("parameters")
+            sig = name + (_norm(self.txt(params)) if params is not None else "")
+        else:
+            sig = _norm(self.txt(first)).removeprefix("#define ")
+        self.emit(kind, first, defs[-1][0], name=name, qualified_name=name,
+                  signature=(("#define " if kind == "macro" else "") + sig)[:400],
+                  members=[n for _, n in defs][1:])
+
+    def definition_name(self, node) -> str:
+        if node.type in _MACRO_DEFS or node.type == "alias_declaration":
+            name = node.child_by_field_name("name")
+            return self.txt(name) if name is not None else ""
+        decl = node.child_by_field_name("declarator")  # typedef ... NAME; (or *NAME, NAME[3])
+        while decl is not None and decl.type not in ("type_identifier", "identifier"):
+            decl = decl.child_by_field_name("declarator")
+        return self.txt(decl) if decl is not None else ""
 
     def visit(self, node, ctx: _Ctx) -> None:
         t = node.type
