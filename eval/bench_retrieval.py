@@ -53,6 +53,7 @@ ABLATIONS = {
     "no exact tokens": {"retrieval.exact_tokens.enabled": False},
     "no file channel": {"retrieval.file_channel.enabled": False},
     "no name family cap": {"retrieval.max_per_name": None},
+    "no plainest port": {"retrieval.plainest_variant": False},
     "3 per file": {"retrieval.max_per_file": 3},
     "folders kept": {"retrieval.modules_as_files": False},
     # Tried and off by default: switched ON here to show what they would do.

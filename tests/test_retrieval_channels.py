@@ -43,22 +43,29 @@ int advance(int steps) {
 }
 }
 """,
-    "src/serial/kernels.cpp": """// Serial heat diffusion kernels: the stencil update of the temperature field.
+    "src/serial/kernels.cpp": """// Serial kernels.
 namespace demo {
-/// Applies the five point diffusion stencil to the temperature field (serial backend).
+/// Serial version.
 void diffuse_temperature(double* t, int n) { for (int i = 1; i < n; ++i) t[i] += t[i-1]; }
 }
 """,
     "src/threads/kernels.cpp": """// Threaded heat diffusion kernels: the stencil update of the temperature field.
 namespace demo {
 /// Applies the five point diffusion stencil to the temperature field (threaded backend).
-void diffuse_temperature(double* t, int n) { for (int i = 1; i < n; ++i) t[i] += t[i-1]; }
+void diffuse_temperature(double* t, int n) {
+#pragma omp parallel for
+    for (int i = 1; i < n; ++i) t[i] += t[i-1];
+}
 }
 """,
-    "src/device/kernels.cpp": """// Device heat diffusion kernels: the stencil update of the temperature field.
+    "src/device/kernels.cpp": """// Device heat diffusion kernels: where the temperature diffusion stencil is applied.
 namespace demo {
-/// Applies the five point diffusion stencil to the temperature field (device backend).
-void diffuse_temperature(double* t, int n) { for (int i = 1; i < n; ++i) t[i] += t[i-1]; }
+/// Applies the temperature diffusion stencil to the temperature field (device backend).
+void diffuse_temperature(double* t, int n) {
+    int block = 128;
+    int grid = (n + block - 1) / block;
+    launch(grid, block, [=](int i) { if (i > 0 && i < n) t[i] += t[i-1]; });
+}
 }
 """,
     "src/driver/diffusion_driver.cpp": """// Drives the heat diffusion solve each time step.
@@ -210,6 +217,36 @@ def test_same_name_code_files_are_capped(index):
     hits = capped.search(DIFFUSION, k=5)
     assert len(_kernel_files(hits)) == 1
     assert "src/driver/diffusion_driver.cpp" in {h.chunk.path for h in hits}
+
+
+def test_a_parallel_port_is_shown_in_its_plainest_member(index, engine):
+    # The device port matches the question best; the same function in the shortest port is
+    # what is shown, and the pick says where it was found.
+    plain_off = engine_with(index, lambda s: setattr(s.retrieval, "plainest_variant", False))
+    assert _kernel_files(plain_off.search(DIFFUSION, k=5)) == {"src/device/kernels.cpp"}
+    hits = [h for h in engine.search(DIFFUSION, k=5) if h.chunk.path.endswith("/kernels.cpp")]
+    assert [h.chunk.path for h in hits] == ["src/serial/kernels.cpp"]
+    assert hits[0].chunk.name == "diffuse_temperature"
+    assert any("plainest" in w and "src/device/kernels.cpp" in w for w in hits[0].why)
+    # A question that names the port's folder gets that port.
+    named = engine.search("Where is the device temperature diffusion stencil applied?", k=5)
+    assert "src/device/kernels.cpp" in _kernel_files(named)
+
+
+def test_files_sharing_only_a_name_are_not_ports(tmp_path):
+    repo = tmp_path / "repo"
+    for rel, text in {
+        "a/util.cpp": "// Sorting helpers.\nvoid sort_keys(int* k, int n) { for (;;) {} }\n"
+                      "void merge_runs(int* k, int n) { for (;;) {} }\n"
+                      "void count_keys(int* k, int n) { for (;;) {} }\n",
+        "b/util.cpp": "// String helpers.\nvoid trim(char* s) {}\n",
+    }.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    build_index(repo, out=tmp_path / "ix", name="u", settings=Settings())
+    hits = Engine.load(tmp_path / "ix", Settings()).search("Where are the keys sorted?", k=3)
+    assert hits[0].chunk.path == "a/util.cpp" and hits[0].chunk.name == "sort_keys"
+    assert not any("plainest" in w for h in hits for w in h.why)
 
 
 def test_one_item_per_file_by_default(engine):

@@ -292,6 +292,60 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     return chosen
 
 
+_PORT_KINDS = {"function", "method", "constructor", "destructor", "operator", "class", "struct"}
+
+
+def plainest_variants(store: IndexStore, chosen: list[Candidate], question_tokens: list[str],
+                      qvec: np.ndarray, share: float) -> list[Candidate]:
+    """A pick from a family of parallel ports (the same file name in sibling folders, most of
+    the same functions in each) is shown in its plainest member, the shortest file: the
+    variants give one answer, and the one with the least platform code teaches it best. The
+    chunk shown is the same-named one there, else the one closest to the question. Not when
+    the question names the folder of the pick ("the CUDA port")."""
+    asked = set(question_tokens)
+    shown = {store.records[c.idx].path for c in chosen}
+    out = []
+    for c in chosen:
+        twin = _plainest_twin(store, store.records[c.idx], asked, shown, qvec, share)
+        if twin is None:
+            out.append(c)
+            continue
+        shown.add(store.records[twin].path)
+        out.append(Candidate(idx=twin, score=c.score, evidence_class=c.evidence_class,
+                             why=[*c.why, f"plainest of its same-named files (found in "
+                                          f"{store.records[c.idx].path})"]))
+    return out
+
+
+def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: np.ndarray,
+                   share: float) -> int | None:
+    name = _base_name(r.path)
+    family = [p for p in store.by_basename.get(name, []) if p != r.path]
+    if not family or not _is_code_name(name):
+        return None
+    lines = {p: store.records[i].end_line for p in [r.path, *family]
+             if (i := store.file_record_index(p)) is not None}
+    plain = min(lines, key=lambda p: (lines[p], p), default=r.path)
+    if plain == r.path or plain in shown:
+        return None
+    own_folder = set(tokenize(PurePosixPath(r.path).parent.as_posix())) - \
+        set(tokenize(PurePosixPath(plain).parent.as_posix()))
+    if own_folder & asked:
+        return None
+    code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
+    names = {store.records[i].name for i in code}
+    mine = {store.records[i].name for i in store.members(r.path)}
+    if not names or len(names & mine) < share * len(names):
+        return None  # not ports of one thing: different files that share a name
+    same = [i for i in code if store.records[i].name == r.name and store.records[i].kind == r.kind]
+    if same:
+        return same[0]
+    if r.kind == "file":
+        return store.file_record_index(plain)
+    sims = np.asarray(store.vectors[code]) @ qvec
+    return code[int(np.argmax(sims))]
+
+
 def allowed_mask(store: IndexStore, kinds: list[str] | None, paths: list[str] | None
                  ) -> np.ndarray | None:
     if not kinds and not paths:
@@ -352,6 +406,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         per_file = max(per_file, rs.filtered_max_per_file)
     pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
                   rs.select_pool, rs.modules_as_files and "module" not in qa.wanted)
+    if rs.plainest_variant:
+        pool = plainest_variants(store, pool, qa.tokens, qvec, rs.port_share)
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

@@ -296,6 +296,15 @@ class RetrievalSettings(_S):
                                      "shown at most: a second one repeats the first's answer "
                                      "and crowds out the other files (2 -> 1: TeaLeaf +0.033 "
                                      "recall@5, v2 and ExaMiniMD unchanged). null = no limit.")
+    plainest_variant: bool = Field(default=True, description="A file picked from a family of "
+                                   "parallel ports (same name in sibling folders, same "
+                                   "functions in each) is shown in the shortest member, unless "
+                                   "the question names the picked one's folder: one answer, "
+                                   "taught by its plainest version (TeaLeaf recall@5 +0.067, "
+                                   "v2 and ExaMiniMD unchanged: they have no such families).")
+    port_share: float = Field(default=0.5, ge=0, le=1, description="Share of the shortest "
+                              "file's functions the picked file must define too for the two to "
+                              "be ports of one thing (not unrelated files sharing a name).")
     modules_as_files: bool = Field(default=True, description="A folder entity picked as "
                                    "evidence is replaced by its best-ranked file, unless the "
                                    "question asks about folders/modules.")
