@@ -269,3 +269,38 @@ def test_project_name_is_not_a_symbol_or_literal(engine):
     qa = analyze("How do I build Demo with ENABLE_FAST_PATH?", engine.store)
     assert "demo" not in {s.lower() for s in qa.symbols}
     assert "Demo" not in qa.literals and "ENABLE_FAST_PATH" in qa.literals
+
+
+def test_a_caller_in_another_file_joins_the_evidence(tmp_path):
+    # The question's words are all in the kernel; the driver that runs it shares none of them
+    # and is reached through the call graph only.
+    repo = tmp_path / "repo"
+    files = {
+        "src/kernels/smoother.cpp": "// Gauss-Seidel relaxation sweep over the pressure grid.\n"
+                                    "void relax_pressure(double* p, int n) {\n"
+                                    "  for (int i = 1; i < n - 1; ++i) p[i] = 0.5 * (p[i-1] + p[i+1]);\n}\n",
+        "src/app/main.cpp": "void relax_pressure(double* p, int n);\n"
+                            "// Program entry: reads the deck and steps the model.\n"
+                            "int main(int argc, char** argv) {\n  double q[64] = {0};\n"
+                            "  for (int step = 0; step < 10; ++step) relax_pressure(q, 64);\n"
+                            "  return 0;\n}\n",
+    }
+    # Files that share some of the question's words, so the driver is not among the seeds.
+    files |= {f"src/io/grid_{n}.cpp": f"// Writes pressure grid {n} to disk after a sweep.\n"
+                                      f"void write_grid_{n}(const double* p) {{}}\n"
+              for n in range(6)}
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    build_index(repo, out=tmp_path / "ix", name="r", settings=Settings())
+    question = "How does the Gauss-Seidel relaxation sweep over the pressure grid work?"
+    hits = Engine.load(tmp_path / "ix", Settings()).search(question, k=4)
+    assert hits[0].chunk.name == "relax_pressure"
+    main = [h for h in hits if h.chunk.path == "src/app/main.cpp"]
+    assert main and any("caller in another file" in w for w in main[0].why)
+
+    off = Settings()
+    for prof in off.expansion.profiles.values():
+        prof.callers = 0
+    hits = Engine.load(tmp_path / "ix", off).search(question, k=4)
+    assert not any("caller in another file" in w for h in hits for w in h.why)

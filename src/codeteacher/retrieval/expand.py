@@ -146,6 +146,12 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
             continue
         if r.kind == "call_chain":
             node = sym_node(chain_root(r.id))
+        if prof.callers:
+            callers = [i for t, src in store.edges_in.get(node, []) if t == "call"
+                       and (i := sym_index(src)) is not None and records[i].path not in shown]
+            for i in _best_by_similarity(store, callers, qvec, prof.callers):
+                if add(i, "caller in another file", seed, "other_file"):
+                    shown.add(records[i].path)
         calls = [sym_index(d) for t, d in store.edges_out.get(node, []) if t == "call"]
         calls += [sym_index(s) for t, s in store.edges_in.get(node, []) if t == "call"]
         calls = [i for i in dict.fromkeys(calls) if i is not None]
