@@ -303,6 +303,28 @@ def test_routing_disabled_is_general(minipic_index):
     assert off.ask(DATA_FLOW).intent == "general"
 
 
+def test_named_file_intent_comes_from_settings(engine):
+    routing = engine.settings.routing
+    # "Explain X" is a symbol_explanation cue; with a file named and no symbol it becomes the
+    # named-file intent. "Summarize X" matches no cue: a named file alone decides.
+    explain, summarize = (analysis(engine, q) for q in ("Explain deposit.cpp",
+                                                         "Summarize deposit.cpp"))
+    assert explain.named_files and not explain.symbols
+    assert classify(explain, routing)[0] == classify(summarize, routing)[0] == "file_purpose"
+    other = routing.model_copy(update={"named_file_intent": "module_overview"})
+    assert classify(explain, other)[0] == classify(summarize, other)[0] == "module_overview"
+    kept = routing.model_copy(update={"named_file_overrides": []})
+    assert classify(explain, kept)[0] == "symbol_explanation"  # the cue's own intent stays
+
+
+def test_information_weights_come_from_settings(engine):
+    definition = record(engine, DEPOSIT_DEF)
+    w = engine.settings.context_filter.information
+    base = information(definition, 2, w)
+    assert information(definition, 2, w.model_copy(update={"comment": 0.0})) == \
+        pytest.approx(base - w.comment)
+
+
 def test_tested_is_a_testing_question(engine):
     qa = analysis(engine, "How is the CG solver tested against the FFT solver?")
     assert classify(qa, engine.settings.routing)[0] == "testing"

@@ -5,31 +5,33 @@ model's token budget is fitted where the prompt is built: answer/llm.build_conte
 from __future__ import annotations
 
 from ..contracts.models import Chunk
-from ..contracts.settings.retrieval import ContextFilterSettings
+from ..contracts.settings.retrieval import ContextFilterSettings, InformationWeights
 from .rerank import low_signal
 
 ENTITY = {"file", "module", "call_chain"}
 
 
-def information(c: Chunk, trivial_lines: int = 2) -> float:
+def information(c: Chunk, trivial_lines: int = 2, w: InformationWeights | None = None) -> float:
     """0..1: explanation, comments, references, entity level and substantive code count."""
+    w = w or InformationWeights()
     score = 0.0
     if c.explanation:
-        score += 0.3
+        score += w.explanation
     if c.comment:
-        score += 0.2
+        score += w.comment
     if c.calls or c.bases or c.members:
-        score += 0.15 * min(1.0, (len(c.calls) + len(c.bases) + len(c.members)) / 3)
+        score += w.references * min(1.0, (len(c.calls) + len(c.bases) + len(c.members))
+                                    / w.references_full)
     if c.kind in ENTITY:
-        score += 0.35
+        score += w.entity
     elif c.kind in ("doc_section", "build"):
-        score += 0.3
+        score += w.text
     code_lines = sum(1 for ln in c.text.splitlines() if ln.strip() and not
                      ln.strip().startswith(("//", "/*", "*", "#include")))
-    if code_lines >= 4 and c.kind != "declaration":
-        score += 0.3
+    if code_lines >= w.code_lines and c.kind != "declaration":
+        score += w.code
     if low_signal(c, trivial_lines):
-        score -= 0.3
+        score += w.low_signal
     return max(0.0, min(1.0, score))
 
 
@@ -55,7 +57,7 @@ def _carrier(c: Chunk, stronger: list[Chunk]) -> Chunk | None:
 def filter_context(chunks: list[Chunk], settings: ContextFilterSettings, trivial_lines: int = 2
                    ) -> tuple[list[int], list[tuple[int, str]]]:
     """Indices of chunks kept (in order) and (index, reason) of those dropped."""
-    info = [information(c, trivial_lines) for c in chunks]
+    info = [information(c, trivial_lines, settings.information) for c in chunks]
     kept, dropped = [], []
     for i, c in enumerate(chunks):
         if info[i] < settings.min_info:

@@ -74,8 +74,8 @@ def _siblings(store: IndexStore, path: str) -> list[str]:
     return same_dir
 
 
-def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float = 0.1
-            ) -> QueryAnalysis:
+def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float = 0.1,
+            weak_max_defs: int = 8, weak_min_chars: int = 5) -> QueryAnalysis:
     tokens = tokenize(question)
     tokens += [a for a in acronyms(question, store.lexical.vocab) if a not in tokens]
     project_names = {n.lower() for n in (store.manifest.name, PurePosixPath(
@@ -131,7 +131,7 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
                 qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), 1.0)
             elif cand.isupper() and len(cand) >= 2:
                 qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), acronym)
-            elif len(defs) <= 8 and len(cand) >= 5:
+            elif len(defs) <= weak_max_defs and len(cand) >= weak_min_chars:
                 # A plain lower-case word ("charge") is usually English, not a code reference.
                 qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), weak)
             break

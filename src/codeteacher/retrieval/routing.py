@@ -20,15 +20,16 @@ def classify(qa: QueryAnalysis, settings: RoutingSettings) -> tuple[str, str, li
     wanted = [t for t, pat in settings.entity_cues.items() if _compile(pat).search(text)]
     if not settings.enabled:
         return settings.default_intent, settings.default_profile, wanted
+    file_only = bool(qa.named_files) and not qa.symbols
     for name, rule in settings.intents.items():
         if any(_compile(c).search(text) for c in rule.cues):
-            # A named file with a generic "what does ... do" is a file-purpose question.
-            if name == "symbol_explanation" and qa.named_files and not qa.symbols:
-                name = "file_purpose"
-                rule = settings.intents.get(name, rule)
+            # A named file with a generic "what does ... do" asks for the file's purpose.
+            if file_only and name in settings.named_file_overrides \
+                    and settings.named_file_intent in settings.intents:
+                name = settings.named_file_intent
+                rule = settings.intents[name]
             return name, rule.profile, wanted
-    if qa.named_files:
-        rule = settings.intents.get("file_purpose")
-        if rule:
-            return "file_purpose", rule.profile, wanted
+    if qa.named_files and settings.named_file_intent in settings.intents:
+        name = settings.named_file_intent
+        return name, settings.intents[name].profile, wanted
     return settings.default_intent, settings.default_profile, wanted

@@ -62,7 +62,8 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
         return cands.setdefault(i, Candidate(idx=i))
 
     # Dense: one FAISS search (exact inner product on normalised vectors).
-    n_dense = rs.dense_k if allowed is None else min(len(store.records), rs.dense_k * 8)
+    n_dense = rs.dense_k if allowed is None else min(len(store.records),
+                                                     rs.dense_k * rs.filtered_dense_factor)
     sims, ids = store.faiss.search(qvec.reshape(1, -1), min(n_dense, len(store.records)))
     rank = 0
     for i in ids[0]:
@@ -377,8 +378,9 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     from .routing import classify
 
     k = k or settings.retrieval.k
-    qa = analyze(question, store, settings.retrieval.weak_symbol_confidence,
-                 settings.retrieval.acronym_symbol_confidence)
+    rs = settings.retrieval
+    qa = analyze(question, store, rs.weak_symbol_confidence, rs.acronym_symbol_confidence,
+                 rs.weak_symbol_max_defs, rs.weak_symbol_min_chars)
     qa.intent, qa.profile, qa.wanted = classify(qa, settings.routing)
     rule = settings.routing.intents.get(qa.intent) if settings.routing.enabled else None
     qvec = embedder.embed([question])[0]
@@ -399,9 +401,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                        lambda i: Candidate(idx=i))
         ranked = sorted(cands.values(), key=lambda c: -c.score)
     # Select generously, then let the context filter drop what stronger chunks already carry.
-    per_file = (rule.max_per_file if rule and rule.max_per_file
-                else settings.retrieval.max_per_file)
-    rs = settings.retrieval
+    per_file = rule.max_per_file if rule and rule.max_per_file else rs.max_per_file
     if allowed is not None:  # a kind/path-filtered listing, not a multi-file answer
         per_file = max(per_file, rs.filtered_max_per_file)
     pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,

@@ -97,6 +97,13 @@ class RoutingSettings(_S):
                                 description="Intent of a question no cue matches.")
     default_profile: str = Field(default="balanced", description="Expansion profile of the "
                                  "default intent (a name in expansion.profiles).")
+    named_file_intent: str = Field(default="file_purpose", description="Intent of a question "
+                                   "that names a file and no symbol when no cue matches, or when "
+                                   "the cue matched is one of named_file_overrides (a named file "
+                                   "with a generic 'what does ... do' asks for its purpose).")
+    named_file_overrides: list[str] = Field(default_factory=lambda: ["symbol_explanation"],
+                                            description="Intents a named file (and no symbol) "
+                                            "turns into named_file_intent.")
     entity_cues: dict[str, str] = Field(
         default_factory=lambda: {
             "function": r"\b(function|routine|method|kernel|procedure)s?\b",
@@ -188,10 +195,32 @@ class ExpansionSettings(_S):
     })
 
 
+class InformationWeights(_S):
+    """How much a chunk tells a reader (0..1, the sum clipped): what the context filter weighs
+    before dropping a weak chunk that a stronger one carries."""
+
+    explanation: float = Field(default=0.3, description="It has an LLM explanation.")
+    comment: float = Field(default=0.2, description="It has its own comment (intent in words).")
+    references: float = Field(default=0.15, description="It calls, derives from or lists other "
+                              "symbols (full at references_full of them): it links the code.")
+    references_full: int = Field(default=3, ge=1, description="References for the full share.")
+    entity: float = Field(default=0.35, description="A file, folder or call-chain entity: a "
+                          "summary of many chunks.")
+    text: float = Field(default=0.3, description="A doc section or build file: written for "
+                        "readers, or the build's facts.")
+    code: float = Field(default=0.3, description="Substantive code (code_lines non-comment lines "
+                        "or more, not a declaration).")
+    code_lines: int = Field(default=4, ge=1, description="Lines of code that count as substance.")
+    low_signal: float = Field(default=-0.3, description="A trivial declaration, forward "
+                              "declaration or include list (rerank.low_signal).")
+
+
 class ContextFilterSettings(_S):
     enabled: bool = Field(default=True, description="Drop carried weak chunks from the result.")
     min_info: float = Field(default=0.25, description="Chunks below this information score are "
                             "dropped when a stronger chunk from the same place carries them.")
+    information: InformationWeights = Field(default_factory=lambda: InformationWeights(),
+                                            description=InformationWeights.__doc__)
 
 
 class CrossEncoderSettings(_S):
@@ -322,6 +351,14 @@ class RetrievalSettings(_S):
     acronym_symbol_confidence: float = Field(default=0.03, description="Weight of a symbol "
                                              "match on an all-capitals word (FFT, MPI): prose "
                                              "uses acronyms for concepts, not only for names.")
+    weak_symbol_max_defs: int = Field(default=8, ge=1, description="A plain word counts as a "
+                                      "(weak) symbol only when at most this many definitions "
+                                      "carry its name: a name defined everywhere is a word.")
+    weak_symbol_min_chars: int = Field(default=5, ge=1, description="...and only when at least "
+                                       "this long (short words are English far more often).")
+    filtered_dense_factor: int = Field(default=8, ge=1, description="A kind/path-filtered "
+                                       "search reads dense_k times this many neighbours, since "
+                                       "most of them fall outside the filter.")
     exact_tokens: ExactTokenSettings = Field(default_factory=lambda: ExactTokenSettings(),
                                              description="The exact-token channel.")
     file_channel: FileChannelSettings = Field(default_factory=lambda: FileChannelSettings(),
