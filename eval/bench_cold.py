@@ -88,14 +88,18 @@ def warm(index: str, questions: list[str], query_backend: str) -> dict:
     engine = Engine.load(index, Settings.model_validate(
         {"embedding": {"query_backend": query_backend}}))
     engine.warm_up()
-    lat = []
+    lat, cpu = [], []
     for q in questions:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         engine.ask(q)
         lat.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
     lat.sort()
+    # CPU ms of the process (all its threads) is the figure that a busy shared machine
+    # does not inflate; wall ms is what a user waits on this machine now.
     return {"p50_ms": round(statistics.median(lat), 1),
-            "p95_ms": round(lat[min(len(lat) - 1, int(0.95 * len(lat)))], 1), "n": len(lat)}
+            "p95_ms": round(lat[min(len(lat) - 1, int(0.95 * len(lat)))], 1),
+            "cpu_p50_ms": round(statistics.median(cpu), 1), "n": len(lat)}
 
 
 def reingest(repo: Path, index: Path, header: str | None, backend: str, tmp: Path) -> dict:
@@ -205,6 +209,7 @@ def _render(out: dict, backends: list[str]) -> None:
     row("  heavy imports", "cold_ask", "heavy", "{}")
     row("warm p50 ms", "warm", "p50_ms", "{:.1f}")
     row("warm p95 ms", "warm", "p95_ms", "{:.1f}")
+    row("warm CPU p50 ms", "warm", "cpu_p50_ms", "{:.1f}")
     row("re-ingest, 1 header edited: wall s", "reingest", "wall_s")
     row("re-ingest: CPU s", "reingest", "cpu_s")
     row("re-ingest: parsed / embedded", "reingest", "parsed_embedded", "{}")

@@ -78,6 +78,9 @@ def assess(question: str, hits: list[SearchHit], store, cfg, qvec=None) -> Confi
     question's embedding, without it the similarity signal is left out)."""
     if not hits:
         return Confidence(score=0.0, low=True, term_support=0.0, agreement=0.0)
+    # What the question found itself: items brought by the graph (a seed's caller, its file's
+    # symbols) say how connected the code is, not how much of the question the index holds.
+    hits = [h for h in hits if h.evidence_class == "primary"] or hits
     # One term per question word (tokenize also yields identifier parts and stems).
     terms = {}
     for word in _WORD.findall(question):
@@ -86,8 +89,11 @@ def assess(question: str, hits: list[SearchHit], store, cfg, qvec=None) -> Confi
             terms.setdefault(toks[0], set(toks))
     lex = store.lexical
     top_tokens: set[str] = set()
+    cache = store.__dict__.setdefault("_token_sets", {})  # per record, once per loaded index
     for h in hits[: cfg.items]:
-        top_tokens.update(tokenize(lexical_text(h.chunk)))
+        if h.chunk.id not in cache:
+            cache[h.chunk.id] = frozenset(tokenize(lexical_text(h.chunk)))
+        top_tokens |= cache[h.chunk.id]
     # idf() of a word the index lacks is the largest there is.
     weights = {t: lex.idf(t) for t in terms}
     total = sum(weights.values())

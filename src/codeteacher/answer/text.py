@@ -6,6 +6,7 @@ that a reader should not have to skip; these helpers turn them into sentences.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _DELIMS = re.compile(r"^\s*(?:/\*+!?|\*+/|\*(?!\S*\*/)|//+[!/<]?|#+'?|--|!>|!<)\s?", re.M)
 _CLOSE = re.compile(r"\s*\*+/\s*$", re.M)
@@ -28,6 +29,7 @@ _SENTENCE = re.compile(r"(.+?(?<![\s(]\d)(?<!\be\.g)(?<!\bi\.e)[.!?])(\s|$)", re
 _SEPARATOR = re.compile(r"^[\s=*/#\-_~+]{3,}$", re.M)
 
 
+@lru_cache(maxsize=50000)  # the same comments are shown query after query
 def strip_markup(text: str) -> str:
     """Comment text without delimiters and Doxygen/Javadoc tags, whitespace folded."""
     if not text:

@@ -4,11 +4,19 @@ model's token budget is fitted where the prompt is built: answer/llm.build_conte
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..contracts.models import Chunk
 from ..contracts.settings.retrieval import ContextFilterSettings, InformationWeights
 from .rerank import low_signal
 
 ENTITY = {"file", "module", "call_chain"}
+
+
+@lru_cache(maxsize=50000)  # per text: the same chunks come back query after query
+def _code_lines(text: str) -> int:
+    return sum(1 for ln in text.splitlines() if ln.strip() and not
+               ln.strip().startswith(("//", "/*", "*", "#include")))
 
 
 def information(c: Chunk, trivial_lines: int = 2, w: InformationWeights | None = None) -> float:
@@ -26,9 +34,7 @@ def information(c: Chunk, trivial_lines: int = 2, w: InformationWeights | None =
         score += w.entity
     elif c.kind in ("doc_section", "build"):
         score += w.text
-    code_lines = sum(1 for ln in c.text.splitlines() if ln.strip() and not
-                     ln.strip().startswith(("//", "/*", "*", "#include")))
-    if code_lines >= w.code_lines and c.kind != "declaration":
+    if _code_lines(c.text) >= w.code_lines and c.kind != "declaration":
         score += w.code
     if low_signal(c, trivial_lines):
         score += w.low_signal

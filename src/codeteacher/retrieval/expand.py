@@ -37,7 +37,14 @@ def _included(store: IndexStore, path: str, qvec: np.ndarray, n: int) -> list[in
 
 def _twins(store: IndexStore, path: str) -> list[str]:
     """Declaration/definition twins: the same stem in the same folder, another code file
-    (X.h / X.hpp / X.cpp)."""
+    (X.h / X.hpp / X.cpp). Cached per loaded index (asked for every seed of every query)."""
+    cache = store.__dict__.setdefault("_twins", {})
+    if path not in cache:
+        cache[path] = _find_twins(store, path)
+    return cache[path]
+
+
+def _find_twins(store: IndexStore, path: str) -> list[str]:
     pp = PurePosixPath(path)
     if pp.suffix.lower() not in CODE_EXT:
         return []
@@ -87,6 +94,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
                 c.why.append(f"also {relation} of {seed_rec.name or seed_rec.path}")
                 if other_file and score > c.score:  # found weakly, now carried by the seed
                     c.score = score
+                    c.evidence_class = klass  # its place is the seed's doing, not the question's
                     return True
                 return False
             if any(a[0] == i for a in added):  # reached again from another seed

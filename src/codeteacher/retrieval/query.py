@@ -6,6 +6,7 @@ word list about some codebase, so it works for any repository.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from pydantic import BaseModel, Field
@@ -62,6 +63,11 @@ def _strong_identifier(word: str, backticked: bool, called: bool) -> bool:
     if backticked or called or "::" in word or "_" in word.strip("_"):
         return True
     return not word.isupper() and any(ch.isupper() for ch in word[1:])
+
+
+@lru_cache(maxsize=20000)
+def _leaf(module: str) -> str:
+    return PurePosixPath(module).name.lower()
 
 
 def _siblings(store: IndexStore, path: str) -> list[str]:
@@ -143,7 +149,7 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
     for module in store.modules:
         if not module or module == ".":
             continue
-        name = PurePosixPath(module).name.lower()
+        name = _leaf(module)
         if len(name) >= 3 and ("/" in module and module.lower() in lowered or
                                re.search(rf"\b{re.escape(name)}(/|\b)", lowered) and
                                ("folder" in lowered or "module" in lowered or "directory"
