@@ -304,3 +304,24 @@ def test_a_caller_in_another_file_joins_the_evidence(tmp_path):
         prof.callers = 0
     hits = Engine.load(tmp_path / "ix", off).search(question, k=4)
     assert not any("caller in another file" in w for h in hits for w in h.why)
+
+
+def test_the_plainest_port_has_the_least_code_of_its_own(tmp_path):
+    from codeteacher.retrieval.search import _plainest
+
+    loop = "  for (int i = 0; i < n; ++i) {\n    u[i] = 0.5 * (u[i] + w[i]);\n  }\n"
+    files = {
+        "ports/ref/update.cpp": "// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n"
+                                + loop + "}\n",
+        # shorter, but full of its backend's own calls
+        "ports/gpu/update.cpp": "void update(double* u, double* w, int n) {\n"
+                                "  gpuLaunch(gpuGrid(n), gpuBlock(), u, w); gpuSync(); }\n",
+        "ports/threads/update.cpp": "// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n"
+                                    "#pragma omp parallel for simd schedule(static)\n" + loop + "}\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "repo" / rel).write_text(text)
+    build_index(tmp_path / "repo", out=tmp_path / "ix", name="p", settings=Settings())
+    store = Engine.load(tmp_path / "ix", Settings()).store
+    assert _plainest(store, "update.cpp") == "ports/ref/update.cpp"

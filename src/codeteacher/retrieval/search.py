@@ -6,7 +6,7 @@ output show, so a surprising answer can be traced to its cause.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -299,8 +299,8 @@ _PORT_KINDS = {"function", "method", "constructor", "destructor", "operator", "c
 def plainest_variants(store: IndexStore, chosen: list[Candidate], question_tokens: list[str],
                       qvec: np.ndarray, share: float) -> list[Candidate]:
     """A pick from a family of parallel ports (the same file name in sibling folders, most of
-    the same functions in each) is shown in its plainest member, the shortest file: the
-    variants give one answer, and the one with the least platform code teaches it best. The
+    the same functions in each) is shown in its plainest member (`_plainest`): the variants
+    give one answer, and the one with the least platform code teaches it best. The
     chunk shown is the same-named one there, else the one closest to the question. Not when
     the question names the folder of the pick ("the CUDA port")."""
     asked = set(question_tokens)
@@ -318,16 +318,38 @@ def plainest_variants(store: IndexStore, chosen: list[Candidate], question_token
     return out
 
 
+def _plainest(store: IndexStore, name: str) -> str | None:
+    """The member of a same-named family with the least code of its own: the fewest distinct
+    words that fewer than half of its siblings use (backend calls, pragmas, launch syntax),
+    then the shortest. Computed once per family and loaded index."""
+    cache = store.__dict__.setdefault("_plainest", {})
+    if name not in cache:
+        paths = [p for p in store.by_basename.get(name, []) if store.file_record_index(p)
+                 is not None]
+        words = {p: set(tokenize(_file_text(store, p))) for p in paths}
+        used = Counter(t for ws in words.values() for t in ws)
+        half = len(paths) / 2
+        cache[name] = min(paths, default=None, key=lambda p: (
+            sum(1 for t in words[p] if used[t] - 1 < half),
+            store.records[store.file_record_index(p)].end_line, p))
+    return cache[name]
+
+
+def _file_text(store: IndexStore, path: str) -> str:
+    try:
+        return (store.root / path).read_text(encoding="utf-8", errors="replace")
+    except OSError:  # repository moved since indexing: what the records hold of it
+        return "\n".join(store.records[i].text for i in store.members(path))
+
+
 def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: np.ndarray,
                    share: float) -> int | None:
     name = _base_name(r.path)
     family = [p for p in store.by_basename.get(name, []) if p != r.path]
     if not family or not _is_code_name(name):
         return None
-    lines = {p: store.records[i].end_line for p in [r.path, *family]
-             if (i := store.file_record_index(p)) is not None}
-    plain = min(lines, key=lambda p: (lines[p], p), default=r.path)
-    if plain == r.path or plain in shown:
+    plain = _plainest(store, name)
+    if plain is None or plain == r.path or plain in shown:
         return None
     own_folder = set(tokenize(PurePosixPath(r.path).parent.as_posix())) - \
         set(tokenize(PurePosixPath(plain).parent.as_posix()))

@@ -331,7 +331,8 @@ class RetrievalSettings(_S):
                                      "recall@5, v2 and ExaMiniMD unchanged). null = no limit.")
     plainest_variant: bool = Field(default=True, description="A file picked from a family of "
                                    "parallel ports (same name in sibling folders, same "
-                                   "functions in each) is shown in the shortest member, unless "
+                                   "functions in each) is shown in the member with the least "
+                                   "code of its own (backend calls, pragmas), unless "
                                    "the question names the picked one's folder: one answer, "
                                    "taught by its plainest version (TeaLeaf recall@5 +0.067, "
                                    "v2 and ExaMiniMD unchanged: they have no such families).")
