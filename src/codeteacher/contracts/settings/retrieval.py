@@ -169,7 +169,7 @@ class ExpansionProfile(_S):
                        "file, since they say when and how it is compiled.")
     callers: int = Field(default=0, description="Callers of a seed function in OTHER files "
                          "(the driver that runs it), at other_file_decay (1 in every profile: "
-                         "recall@5 TeaLeaf +0.008, ExaMiniMD +0.017, v2 unchanged).")
+                         "dev-set recall@5 up on both corpora, v2 unchanged; eval/README.md).")
     bases: int = Field(default=0, description="Base classes of a seed class (another file, the "
                        "interface the class implements).")
 
@@ -327,15 +327,16 @@ class RetrievalSettings(_S):
     max_per_name: int | None = Field(default=1, ge=1, description="Code files of one base name in "
                                      "different folders (parallel ports, per-backend copies) "
                                      "shown at most: a second one repeats the first's answer "
-                                     "and crowds out the other files (2 -> 1: TeaLeaf +0.033 "
-                                     "recall@5, v2 and ExaMiniMD unchanged). null = no limit.")
+                                     "and crowds out the other files (2 -> 1: recall@5 up on the "
+                                     "dev corpus with ports, unchanged elsewhere). null = no "
+                                     "limit.")
     plainest_variant: bool = Field(default=True, description="A file picked from a family of "
                                    "parallel ports (same name in sibling folders, same "
                                    "functions in each) is shown in the member with the least "
                                    "code of its own (backend calls, pragmas), unless "
                                    "the question names the picked one's folder: one answer, "
-                                   "taught by its plainest version (TeaLeaf recall@5 +0.067, "
-                                   "v2 and ExaMiniMD unchanged: they have no such families).")
+                                   "taught by its plainest version (recall@5 +0.067 on the dev "
+                                   "corpus with ports; the others have no such families).")
     port_share: float = Field(default=0.5, ge=0, le=1, description="Share of the shortest "
                               "file's functions the picked file must define too for the two to "
                               "be ports of one thing (not unrelated files sharing a name).")
