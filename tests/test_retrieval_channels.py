@@ -325,3 +325,20 @@ def test_the_plainest_port_has_the_least_code_of_its_own(tmp_path):
     build_index(tmp_path / "repo", out=tmp_path / "ix", name="p", settings=Settings())
     store = Engine.load(tmp_path / "ix", Settings()).store
     assert _plainest(store, "update.cpp") == "ports/ref/update.cpp"
+
+
+def test_identical_copies_are_shown_once(tmp_path):
+    deck = "# input deck\nlattice_constant 1.6796\ntimestep 0.005\nthermo_every 100\n"
+    files = {f"{v}/in.lattice": deck for v in ("ref", "threads", "device")}
+    files["ref/notes.txt"] = "The lattice constant and timestep are read from the deck.\n"
+    for rel, text in files.items():
+        (tmp_path / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "repo" / rel).write_text(text)
+    build_index(tmp_path / "repo", out=tmp_path / "ix", name="d", settings=Settings())
+    q = "Which lattice constant and timestep does the input deck set?"
+    shown = [h.chunk.path for h in Engine.load(tmp_path / "ix", Settings()).search(q, k=4)]
+    assert len([p for p in shown if p.endswith("in.lattice")]) == 1
+    off = Settings()
+    off.retrieval.one_of_identical = False
+    shown = [h.chunk.path for h in Engine.load(tmp_path / "ix", off).search(q, k=4)]
+    assert len([p for p in shown if p.endswith("in.lattice")]) == 3

@@ -229,7 +229,8 @@ def _is_code_name(name: str) -> bool:
 
 def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int,
            same_file_penalty: float = 0.0, max_per_name: int | None = None,
-           pool_size: int = 40, replace_modules: bool = False) -> list[Candidate]:
+           pool_size: int = 40, replace_modules: bool = False,
+           one_of_identical: bool = False) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file. Files with the
@@ -240,6 +241,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     chosen_ids: set[str] = set()
     per_file: dict[str, int] = defaultdict(int)
     per_name: dict[str, set[str]] = defaultdict(set)
+    copy_of: dict[str, str] = {}  # content hash -> the file shown for it
+    content = store.manifest.files  # path -> sha256 of the file's bytes
     pool = list(ranked[: max(4 * k, pool_size)])
     while pool and len(chosen) < k:
         best, best_score = None, None
@@ -283,12 +286,15 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         family = per_name[name] if _is_code_name(name) else set()
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
                 or per_file[r.path] >= max_per_file \
-                or (max_per_name and r.path not in family and len(family) >= max_per_name):
+                or (max_per_name and r.path not in family and len(family) >= max_per_name) \
+                or (one_of_identical and copy_of.get(content.get(r.path, r.path), r.path)
+                    != r.path):
             continue
         seen_ranges.add(key)
         chosen_ids.add(r.id)
         per_file[r.path] += 1
         family.add(r.path)
+        copy_of.setdefault(content.get(r.path, r.path), r.path)
         chosen.append(best)
     return chosen
 
@@ -427,7 +433,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     if allowed is not None:  # a kind/path-filtered listing, not a multi-file answer
         per_file = max(per_file, rs.filtered_max_per_file)
     pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
-                  rs.select_pool, rs.modules_as_files and "module" not in qa.wanted)
+                  rs.select_pool, rs.modules_as_files and "module" not in qa.wanted,
+                  rs.one_of_identical)
     if rs.plainest_variant:
         pool = plainest_variants(store, pool, qa.tokens, qvec, rs.port_share)
     dropped: list[tuple[int, str]] = []

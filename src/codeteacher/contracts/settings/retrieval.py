@@ -330,6 +330,9 @@ class RetrievalSettings(_S):
                                      "and crowds out the other files (2 -> 1: recall@5 up on the "
                                      "dev corpus with ports, unchanged elsewhere). null = no "
                                      "limit.")
+    one_of_identical: bool = Field(default=True, description="Files with identical content "
+                                   "(an input deck or header copied into every variant folder) "
+                                   "are one answer: the best-ranked copy is shown, not each.")
     plainest_variant: bool = Field(default=True, description="A file picked from a family of "
                                    "parallel ports (same name in sibling folders, same "
                                    "functions in each) is shown in the member with the least "
