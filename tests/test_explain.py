@@ -350,3 +350,15 @@ def test_stage_explain_cli_needs_no_indexing_libraries(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().splitlines()[-1] == "[]"
     assert (tmp_path / "shard.jsonl").is_file()
+
+
+@pytest.mark.llm
+def test_the_build_report_carries_the_explain_report(first_run):
+    # A build with explanations ends with its report: the explain report's text fields
+    # (backend, model) once failed its validation after the whole run had been paid for.
+    from codeteacher.ingest.build import BuildReport
+
+    _, report = first_run
+    built = BuildReport(name="x", out="x", files=1, explanations=report.model_dump())
+    assert built.explanations["backend"] == report.backend
+    assert built.explanations["generated"] == report.generated > 0

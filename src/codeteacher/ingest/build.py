@@ -12,6 +12,7 @@ import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -37,7 +38,7 @@ class BuildReport(BaseModel):
     reused_vectors: int = 0
     unresolved_calls: int = 0
     unresolved_includes: int = 0
-    explanations: dict[str, int] = Field(default_factory=dict)
+    explanations: dict[str, Any] = Field(default_factory=dict)  # ExplainReport.model_dump()
     # files the parser failed on in part (their other chunks are indexed): path -> what was lost
     partial_files: dict[str, str] = Field(default_factory=dict)
     up_to_date: bool = False  # nothing changed: the previous index was kept as it was
