@@ -98,3 +98,21 @@ def test_default_index_records_its_precision_and_queries_with_it(minipic_index):
     assert modules and not np.asarray(engine.store.vectors[modules]).any()
     hits = engine.search("what does the include/minipic folder hold", k=5)
     assert any(h.chunk.kind == "module" and h.chunk.path == "include/minipic" for h in hits)
+
+
+@needs_onnx
+def test_setup_export_covers_the_precision_ingest_will_use(tmp_path):
+    """`python -m codeteacher.embedding.onnx` (scripts/setup.sh) exports float32 and, where
+    `auto` resolves to ONNX int8, the int8 recipe: no later query needs torch to export it."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "codeteacher.embedding.onnx"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "CODETEACHER_SETTINGS": ""})
+    assert proc.returncode == 0, proc.stderr[-1000:]
+    folders = [Path(line) for line in proc.stdout.split()]
+    assert all((f / "model.onnx").is_file() for f in folders)
+    int8 = resolve(Settings().embedding).quantize == "int8"
+    assert [("-int8-" in f.name) for f in folders] == [False] + ([True] if int8 else [])

@@ -246,14 +246,21 @@ class OnnxEmbedder:
 
 def main() -> int:
     """`python -m codeteacher.embedding.onnx`: export the default model now (set-up), so that
-    no later command needs torch for it. Prints the cache folder."""
+    no later command needs torch for it: float32 (questions to float indexes) and, where ingest
+    resolves to ONNX int8 on this CPU, that recipe too. Prints the cache folders."""
     import sys
 
     from ..contracts.settings import load_settings
+    from .base import resolve
 
-    es = load_settings().embedding.model_copy(update={"backend": "onnx", "quantize": "none"})
+    es = load_settings().embedding
+    wanted = [es.model_copy(update={"backend": "onnx", "quantize": "none"})]
+    ingest = resolve(es)
+    if ingest.backend == "onnx" and ingest.quantize == "int8":
+        wanted.append(ingest)
     try:
-        print(ensure_exported(es))
+        for one in wanted:
+            print(ensure_exported(one))
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
