@@ -6,7 +6,7 @@ optimisations on the index's own texts, with the cosine of each to torch.
     .venv/bin/python eval/bench_ingest.py --repo /path/to/ippl [--backends torch,onnx] \
         [--questions ../shared/benchmarks/ippl/questions_v2.json \
          --references ../shared/benchmarks/ippl/reference_answers_v2.json] \
-        [--embed-sample 256] [--embed-only INDEX] [--naive]
+        [--embed-sample 256] [--embed-only INDEX] [--naive] [--keep DIR]
 
 `--naive` also times, in the same run, the naive dense baseline an out-of-the-box user would
 build: the same packaged MiniLM through sentence-transformers (torch float32, its own default
@@ -49,9 +49,12 @@ def _cpu() -> float:
 
 
 def ingest(repo_src: Path, settings, backend: str, header: str | None, questions, refs,
-           tmp: Path) -> tuple[dict, Path]:
+           tmp: Path, keep: Path | None = None) -> tuple[dict, Path]:
+    """`backend` is 'torch', 'onnx' or 'auto', optionally ':QUANTIZE' ('onnx:none')."""
     settings = settings.model_copy(deep=True)
-    settings.embedding.backend = backend
+    settings.embedding.backend, _, quantize = backend.partition(":")
+    if quantize:
+        settings.embedding.quantize = quantize
     repo = tmp / f"repo-{backend}"
     shutil.copytree(repo_src, repo, symlinks=True)
     out = tmp / f"index-{backend}"
@@ -61,8 +64,8 @@ def ingest(repo_src: Path, settings, backend: str, header: str | None, questions
            "load_after": os.getloadavg()[0], "embedded": full.embedded,
            "files_records": f"{full.files} / {sum(full.chunks_by_kind.values())}",
            "size_mib": du(out) / 2**20, "stages": full.stage_seconds,
-           "backend_recorded": json.loads((out / "manifest.json").read_text())
-           ["embedding"]["backend"]}
+           "backend_recorded": "{backend} {quantize}".format(
+               **json.loads((out / "manifest.json").read_text())["embedding"])}
     t0 = time.perf_counter()
     same = build_index(repo, out=out, settings=settings)
     row["same_s"], row["same_embedded"] = time.perf_counter() - t0, same.embedded
@@ -79,6 +82,10 @@ def ingest(repo_src: Path, settings, backend: str, header: str | None, questions
         row["p50_ms"], row["p95_ms"] = r["p50_ms"], r["p95_ms"]
         a = r["recall"]["ALL"]
         row["recall"] = f"{a['r@5']:.3f} / {a['r@10']:.3f} (n={a['n']})"
+    if keep is not None:  # rebuilt on the original repository (the copy goes away): only the
+        shutil.rmtree(keep, ignore_errors=True)  # edited header is parsed and embedded again
+        shutil.copytree(out, keep)
+        build_index(repo_src, out=keep, settings=settings)
     return row, out
 
 
@@ -202,7 +209,10 @@ def main() -> int:
     ap.add_argument("--references")
     ap.add_argument("--settings")
     ap.add_argument("--header", help="header to edit (default: the first .h file)")
-    ap.add_argument("--backends", default="torch,onnx", help="ingest backends to compare")
+    ap.add_argument("--backends", default="torch,onnx",
+                    help="ingest backends to compare, each optionally :QUANTIZE (onnx:none)")
+    ap.add_argument("--keep", help="keep each built index as KEEP/<backend>, rebuilt on the "
+                    "original repository (for recall runs; reuses its vectors)")
     ap.add_argument("--embed-sample", type=int, default=256,
                     help="texts for the throughput comparison (0: skip)")
     ap.add_argument("--embed-only", help="an existing index: only the throughput comparison")
@@ -234,8 +244,9 @@ def main() -> int:
             if base:
                 con.print("naive", base)
             for b in backends:
+                keep = Path(args.keep) / b.replace(":", "-") if args.keep else None
                 rows[b], index = ingest(Path(args.repo), settings, b, args.header, questions,
-                                        refs, Path(tmp))
+                                        refs, Path(tmp), keep)
                 con.print(b, rows[b])
             _render_ingest(con, args.repo, rows, backends)
             if base:
@@ -283,7 +294,7 @@ def _render_naive(con, base, rows, backends) -> None:
               f"{base['load']:.1f} / {base['load_after']:.1f}", "1.00", "1.00")
     for b in backends:
         r = rows[b]
-        t.add_row(f"ours, backend {r['backend_recorded']}", str(r["embedded"]),
+        t.add_row(f"ours, {r['backend_recorded']}", str(r["embedded"]),
                   f"{r['full_s']:.1f}", f"{r['full_cpu_s']:.1f}",
                   f"{r['load']:.1f} / {r['load_after']:.1f}",
                   f"{r['full_s'] / base['full_s']:.2f}",
