@@ -100,7 +100,7 @@ def resolve(settings: EmbeddingSettings) -> EmbeddingSettings:
     """Settings with 'auto' decided for this machine: the backend (above), then bf16 where the
     CPU computes it natively (AMX: ~3x cheaper than float32, cosine 0.9999); ONNX int8 per
     channel where it has VNNI (measured on a 2-core EPYC: 0.51x the CPU seconds of ONNX float32,
-    evidence-file recall on the IPPL and dev questions unchanged or higher); float32 elsewhere
+    evidence-file recall of the benchmarks unchanged or higher, eval/README.md); float32 elsewhere
     (emulated bf16 is ~3x slower). Indexes record the resolved values, so queries elsewhere
     embed the same way."""
     if settings.backend == "auto":
