@@ -31,13 +31,16 @@ SUBSET = ["include/minipic/pusher.hpp", "include/minipic/poisson.hpp", "src/cg_s
 
 
 def _settings(**embedding) -> Settings:
-    return Settings.model_validate({"embedding": {"quantize": "auto", **embedding}})
+    # float32 on both backends ('auto' may pick int8 for ONNX, whose vectors differ)
+    return Settings.model_validate({"embedding": {"quantize": "none", **embedding}})
 
 
 def test_fresh_ask_process_imports_no_torch(minipic_index, tmp_path):
     from codeteacher.embedding.onnx import ensure_exported
 
-    ensure_exported(EmbeddingSettings(quantize="none"))  # set-up's job; a no-op when present
+    # set-up's job (a no-op when present): the model that embeds this index's questions
+    recorded = json.loads((minipic_index / "manifest.json").read_text())["embedding"]
+    ensure_exported(query_settings(recorded, EmbeddingSettings()))
     probe = ("import json, sys\n"
              "from codeteacher.shells.cli import ask_main\n"
              f"rc = ask_main(['how are particles pushed?', '--index', {str(minipic_index)!r},"

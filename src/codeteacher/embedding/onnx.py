@@ -182,8 +182,7 @@ class OnnxEmbedder:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=min(settings.max_seq_length,
                                                         self.meta["max_positions"]))
-        self.tokenizer.enable_padding(pad_id=self.meta["pad_id"],
-                                      pad_token=self.meta["pad_token"] or "[PAD]")
+        self.tokenizer.no_padding()  # batches are padded here, after sorting by token count
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = len(os.sched_getaffinity(0))  # the cores we may use
         opts.inter_op_num_threads = 1
@@ -210,40 +209,58 @@ class OnnxEmbedder:
         if len(texts) == 1:  # queries: repeated ones (agents, evaluation) cost nothing
             return self._embed_one(texts[0]).reshape(1, -1)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # less padding
+        enc = self._tokenize(texts)
+        # Batches of equal token counts: padding is compute for nothing (sorting by characters
+        # instead left ~8% padding on an index's texts).
+        order = sorted(range(len(texts)), key=lambda i: -len(enc[i].ids))
         for s in range(0, len(order), self.batch_size):
             batch = order[s:s + self.batch_size]
-            out[batch] = self._run([texts[i] for i in batch])
+            out[batch] = self._forward([enc[i] for i in batch])
         return out
 
     @lru_cache(maxsize=1024)
     def _embed_one(self, text: str) -> np.ndarray:
-        vec = self._run([text])[0]
+        vec = self._forward(self._tokenize([text]))[0]
         vec.setflags(write=False)
         return vec
 
-    def _run(self, texts: list[str]) -> np.ndarray:
+    def _tokenize(self, texts: list[str]) -> list:
         # Same preprocessing as sentence-transformers: strip, optional lower-casing.
         texts = [t.strip() for t in texts]
         if self.meta["do_lower_case"]:
             texts = [t.lower() for t in texts]
-        enc = self.tokenizer.encode_batch(texts)
-        feed = {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
+        return self.tokenizer.encode_batch(texts)
+
+    def _forward(self, enc: list) -> np.ndarray:
+        """Vectors of tokenized texts, padded to the longest of them (masked out)."""
+        width = max(len(e.ids) for e in enc)
+        ids = np.full((len(enc), width), self.meta["pad_id"], dtype=np.int64)
+        mask = np.zeros((len(enc), width), dtype=np.int64)
+        types = np.zeros((len(enc), width), dtype=np.int64)
+        for row, e in enumerate(enc):
+            n = len(e.ids)
+            ids[row, :n], mask[row, :n], types[row, :n] = e.ids, e.attention_mask, e.type_ids
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         return normalized(self.session.run(None, {n: feed[n] for n in self.inputs})[0])
 
 
 def main() -> int:
     """`python -m codeteacher.embedding.onnx`: export the default model now (set-up), so that
-    no later command needs torch for it. Prints the cache folder."""
+    no later command needs torch for it: float32 (questions to float indexes) and, where ingest
+    resolves to ONNX int8 on this CPU, that recipe too. Prints the cache folders."""
     import sys
 
     from ..contracts.settings import load_settings
+    from .base import resolve
 
-    es = load_settings().embedding.model_copy(update={"backend": "onnx", "quantize": "none"})
+    es = load_settings().embedding
+    wanted = [es.model_copy(update={"backend": "onnx", "quantize": "none"})]
+    ingest = resolve(es)
+    if ingest.backend == "onnx" and ingest.quantize == "int8":
+        wanted.append(ingest)
     try:
-        print(ensure_exported(es))
+        for one in wanted:
+            print(ensure_exported(one))
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -246,28 +246,35 @@ def stage_embed(chunks_path: Path, entities_path: Path, out_dir: Path, settings:
                 old = {k: old_vecs[i] for i, k in enumerate(old_keys)}
         except (UserError, ValueError, OSError):
             old = {}
-    todo = [i for i, k in enumerate(keys) if k and k not in old]
+    # One vector per distinct text: records with the same text (generated or copied code)
+    # share it, within this build as across builds.
+    first: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        if k and k not in old:
+            first.setdefault(k, i)
+    todo = list(first.values())
     dim = next(iter(old.values())).shape[0] if old else 0
     if not dim and not todo:  # nothing to embed and nothing cached: still need the width
         todo = [i for i, k in enumerate(keys) if k][:1]
-    new_vecs = None
+    fresh: dict[str, np.ndarray] = {}
     if todo:
         embedder = load_embedder(es)
         dim = embedder.dim
         new_vecs = np.zeros((len(todo), dim), dtype=np.float32)
-        bs = max(1, es.batch_size)
-        # Longest texts first keeps padding low within a batch.
+        # Longest texts first keeps padding low; slices of several batches let the embedder
+        # order its batches by token count (progress advances per slice).
+        step = max(1, es.batch_size) * 8
         order = sorted(range(len(todo)), key=lambda j: -len(texts[todo[j]]))
         with progress_bar("embed", len(todo), progress) as advance:
-            for s in range(0, len(order), bs):
-                batch = order[s:s + bs]
-                new_vecs[batch] = embedder.embed([texts[todo[j]] for j in batch])
-                advance(len(batch))
+            for s in range(0, len(order), step):
+                part = order[s:s + step]
+                new_vecs[part] = embedder.embed([texts[todo[j]] for j in part])
+                advance(len(part))
+        fresh = {keys[i]: new_vecs[j] for j, i in enumerate(todo)}
     vectors = np.zeros((len(records), dim), dtype=np.float32)
-    new_pos = {i: j for j, i in enumerate(todo)}
     for i, k in enumerate(keys):
-        if i in new_pos:
-            vectors[i] = new_vecs[new_pos[i]]
+        if k in fresh:
+            vectors[i] = fresh[k]
         elif k:
             vectors[i] = old[k]
         # skipped kinds keep a zero vector: dense search never ranks them, BM25 still does
@@ -276,7 +283,7 @@ def stage_embed(chunks_path: Path, entities_path: Path, out_dir: Path, settings:
     write_npy(out_dir / VECTORS, vectors)
     write_json(out_dir / VECTOR_KEYS, keys)
     return {"records": len(records), "embedded": len(todo),
-            "reused": sum(1 for k in keys if k) - len(todo), "skipped": keys.count("")}
+            "reused": sum(1 for k in keys if k and k in old), "skipped": keys.count("")}
 
 
 # ---- index ----------------------------------------------------------------------------------
