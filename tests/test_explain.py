@@ -16,7 +16,7 @@ from codeteacher.contracts.models import (
     GraphNode,
     ProjectStructure,
 )
-from codeteacher.contracts.settings import Settings
+from codeteacher.contracts.settings import Settings, load_settings
 from codeteacher.generation import make_generator
 from codeteacher.ingest.explain import (
     apply_explanations,
@@ -26,7 +26,8 @@ from codeteacher.ingest.explain import (
     shard_of,
 )
 
-MINIPIC = Path(__file__).resolve().parent.parent / "src" / "codeteacher" / "demo" / "minipic"
+ROOT = Path(__file__).resolve().parent.parent
+MINIPIC = ROOT / "src" / "codeteacher" / "demo" / "minipic"
 
 # Used when the sample app is absent or has changed: same shapes, inline.
 FALLBACK = {
@@ -249,6 +250,29 @@ def test_small_context_truncates_and_counts(tmp_path):
     rows = load_explanations(tmp_path / "e.jsonl")
     assert report.truncated == 1 and report.generated == 1
     assert rows[0].truncated and rows[0].text
+
+
+@pytest.mark.llm
+def test_file_level_only_is_written_from_the_files_code(tmp_path, generator):
+    """The file-only preset (no chunk kinds, levels ["file"], the short prompt): every file
+    gets a file_level explanation built from its own code, and editing one file's code
+    regenerates that file's explanation alone."""
+    preset = load_settings(ROOT / "config" / "settings" / "explain-qwen-0.5b.json")
+    assert preset.generation.explain.kinds == [] and preset.generation.explain.levels == ["file"]
+    s = llm_settings(kinds=[], levels=["file"])
+    s.generation.prompts = preset.generation.prompts  # the preset's file_level_short.txt
+    write_index(tmp_path, make_chunks())
+    report = explain_stage(*files(tmp_path), tmp_path / "e.jsonl", s, generator=generator)
+    rows = load_explanations(tmp_path / "e.jsonl")
+    assert {r.target_id: r.mode for r in rows} == {"file:src/deposit.cpp": "file_level",
+                                                   "file:src/gather.cpp": "file_level"}
+    assert all(r.text.strip() for r in rows)
+    assert report.generated == 2 and report.failed == 0 and set(report.by_mode) == {"file_level"}
+    chunks = make_chunks()
+    chunks[2].text = chunks[2].text.replace("{", "{\n    // edited", 1)  # gather.cpp's code
+    write_index(tmp_path, chunks)
+    again = explain_stage(*files(tmp_path), tmp_path / "e.jsonl", s, generator=generator)
+    assert again.generated_ids == ["file:src/gather.cpp"] and again.cached == 1
 
 
 def test_backend_none_writes_empty_output(tmp_path):
