@@ -275,6 +275,37 @@ def test_file_level_only_is_written_from_the_files_code(tmp_path, generator):
     assert again.generated_ids == ["file:src/gather.cpp"] and again.cached == 1
 
 
+@pytest.mark.llm
+def test_index_build_with_file_explanations_reports_and_embeds_them(tmp_path):
+    """`codeteacher index` with explanations on: the build report carries the stage's report,
+    and each file record holds its explanation in the text it is embedded and searched by."""
+    from codeteacher.index.layout import embed_text, lexical_text
+    from codeteacher.ingest.build import build_index
+
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "heat.cpp").write_text(
+        "// Explicit heat diffusion step\nvoid step(double* u, int n, double r) {\n"
+        "  for (int i = 1; i < n - 1; ++i) u[i] += r * (u[i-1] - 2*u[i] + u[i+1]);\n}\n")
+    (repo / "src" / "norm.cpp").write_text(
+        "#include <cmath>\ndouble norm2(const double* u, int n) {\n  double s = 0;\n"
+        "  for (int i = 0; i < n; ++i) s += u[i] * u[i];\n  return std::sqrt(s);\n}\n")
+    s = llm_settings(kinds=[], levels=["file"])
+    s.generation.prompts.file_level = s.generation.prompts.file_level.model_copy(
+        update={"template": "file_level_short.txt"})
+    report = build_index(repo, out=tmp_path / "idx", settings=s)
+    assert report.explanations["generated"] == 2 and report.explanations["failed"] == 0
+    assert report.explanations["by_mode"] == {"file_level": {"generated": 2}}
+    records = [Chunk.model_validate_json(line) for line in
+               (tmp_path / "idx" / "records.jsonl").read_text().splitlines()]
+    files_ = {r.path: r for r in records if r.kind == "file"}
+    assert set(files_) == {"src/heat.cpp", "src/norm.cpp"}
+    for r in files_.values():
+        assert r.explanation.strip()
+        assert r.explanation[:100] in embed_text(r, 1600) and r.explanation in lexical_text(r)
+    assert not any(r.explanation for r in records if r.kind != "file")
+
+
 def test_backend_none_writes_empty_output(tmp_path):
     write_index(tmp_path, make_chunks())
     report = explain_stage(*files(tmp_path), tmp_path / "e.jsonl", Settings())
