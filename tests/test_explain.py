@@ -16,7 +16,7 @@ from codeteacher.contracts.models import (
     GraphNode,
     ProjectStructure,
 )
-from codeteacher.contracts.settings import Settings
+from codeteacher.contracts.settings import Settings, load_settings
 from codeteacher.generation import make_generator
 from codeteacher.ingest.explain import (
     apply_explanations,
@@ -26,7 +26,8 @@ from codeteacher.ingest.explain import (
     shard_of,
 )
 
-MINIPIC = Path(__file__).resolve().parent.parent / "src" / "codeteacher" / "demo" / "minipic"
+ROOT = Path(__file__).resolve().parent.parent
+MINIPIC = ROOT / "src" / "codeteacher" / "demo" / "minipic"
 
 # Used when the sample app is absent or has changed: same shapes, inline.
 FALLBACK = {
@@ -249,6 +250,60 @@ def test_small_context_truncates_and_counts(tmp_path):
     rows = load_explanations(tmp_path / "e.jsonl")
     assert report.truncated == 1 and report.generated == 1
     assert rows[0].truncated and rows[0].text
+
+
+@pytest.mark.llm
+def test_file_level_only_is_written_from_the_files_code(tmp_path, generator):
+    """The file-only preset (no chunk kinds, levels ["file"], the short prompt): every file
+    gets a file_level explanation built from its own code, and editing one file's code
+    regenerates that file's explanation alone."""
+    preset = load_settings(ROOT / "config" / "settings" / "explain-qwen-0.5b.json")
+    assert preset.generation.explain.kinds == [] and preset.generation.explain.levels == ["file"]
+    s = llm_settings(kinds=[], levels=["file"])
+    s.generation.prompts = preset.generation.prompts  # the preset's file_level_short.txt
+    write_index(tmp_path, make_chunks())
+    report = explain_stage(*files(tmp_path), tmp_path / "e.jsonl", s, generator=generator)
+    rows = load_explanations(tmp_path / "e.jsonl")
+    assert {r.target_id: r.mode for r in rows} == {"file:src/deposit.cpp": "file_level",
+                                                   "file:src/gather.cpp": "file_level"}
+    assert all(r.text.strip() for r in rows)
+    assert report.generated == 2 and report.failed == 0 and set(report.by_mode) == {"file_level"}
+    chunks = make_chunks()
+    chunks[2].text = chunks[2].text.replace("{", "{\n    // edited", 1)  # gather.cpp's code
+    write_index(tmp_path, chunks)
+    again = explain_stage(*files(tmp_path), tmp_path / "e.jsonl", s, generator=generator)
+    assert again.generated_ids == ["file:src/gather.cpp"] and again.cached == 1
+
+
+@pytest.mark.llm
+def test_index_build_with_file_explanations_reports_and_embeds_them(tmp_path):
+    """`codeteacher index` with explanations on: the build report carries the stage's report,
+    and each file record holds its explanation in the text it is embedded and searched by."""
+    from codeteacher.index.layout import embed_text, lexical_text
+    from codeteacher.ingest.build import build_index
+
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "heat.cpp").write_text(
+        "// Explicit heat diffusion step\nvoid step(double* u, int n, double r) {\n"
+        "  for (int i = 1; i < n - 1; ++i) u[i] += r * (u[i-1] - 2*u[i] + u[i+1]);\n}\n")
+    (repo / "src" / "norm.cpp").write_text(
+        "#include <cmath>\ndouble norm2(const double* u, int n) {\n  double s = 0;\n"
+        "  for (int i = 0; i < n; ++i) s += u[i] * u[i];\n  return std::sqrt(s);\n}\n")
+    s = llm_settings(kinds=[], levels=["file"])
+    s.generation.prompts.file_level = s.generation.prompts.file_level.model_copy(
+        update={"template": "file_level_short.txt"})
+    report = build_index(repo, out=tmp_path / "idx", settings=s)
+    assert report.explanations["generated"] == 2 and report.explanations["failed"] == 0
+    assert report.explanations["by_mode"] == {"file_level": {"generated": 2}}
+    records = [Chunk.model_validate_json(line) for line in
+               (tmp_path / "idx" / "records.jsonl").read_text().splitlines()]
+    files_ = {r.path: r for r in records if r.kind == "file"}
+    assert set(files_) == {"src/heat.cpp", "src/norm.cpp"}
+    for r in files_.values():
+        assert r.explanation.strip()
+        assert r.explanation[:100] in embed_text(r, 1600) and r.explanation in lexical_text(r)
+    assert not any(r.explanation for r in records if r.kind != "file")
 
 
 def test_backend_none_writes_empty_output(tmp_path):

@@ -38,7 +38,9 @@ class BuildReport(BaseModel):
     reused_vectors: int = 0
     unresolved_calls: int = 0
     unresolved_includes: int = 0
-    explanations: dict[str, Any] = Field(default_factory=dict)  # ExplainReport.model_dump()
+    # the explanation stage's report (explain.ExplainReport without its id list): counts,
+    # seconds, backend and model names, per-mode counts and the first few errors
+    explanations: dict[str, Any] = Field(default_factory=dict)
     # files the parser failed on in part (their other chunks are indexed): path -> what was lost
     partial_files: dict[str, str] = Field(default_factory=dict)
     up_to_date: bool = False  # nothing changed: the previous index was kept as it was
@@ -274,7 +276,7 @@ def _explain(work: Path, cache: Path | None, settings: Settings, progress: bool)
     report = explain_stage(work / L.CHUNKS, work / L.ENTITIES, work / L.STRUCTURE,
                            work / L.EXPLANATIONS, settings,
                            cache=(cache / L.EXPLANATIONS) if cache else None, progress=progress)
-    return report.model_dump() if hasattr(report, "model_dump") else dict(report)
+    return report.model_dump(exclude={"generated_ids"})  # one id per target: too long
 
 
 def _link_papers(work: Path, cache: Path | None, settings: Settings) -> None:
