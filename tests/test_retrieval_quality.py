@@ -40,7 +40,9 @@ DEPOSIT_DECL = "include/minipic/interpolation.hpp#declaration:minipic::depositCh
 CLASSES = {"primary", "expansion", "supplementary"}
 # expansion relation (as recorded in the Trace) -> ExpansionProfile cap per seed
 CAP_OF = {"call neighbour": "call", "owning class": "owner", "symbol in file": "file_symbols",
-          "file in module": "module_files", "included by": "include"}
+          "file in module": "module_files", "included by": "include",
+          "caller in another file": "callers", "declaration/definition twin": "twin",
+          "build file naming it": "build", "base class": "bases"}
 
 
 # ---- helpers and fixtures ---------------------------------------------------------------------
