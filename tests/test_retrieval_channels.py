@@ -83,15 +83,18 @@ REPO |= {f"src/noise/noise_{n}.cpp": NOISE.format(n=n) for n in range(6)}
 DIFFUSION = "Where is the temperature diffusion stencil applied?"
 
 
+def index_of(root: Path, files: dict[str, str], name: str = "demo") -> Path:
+    """An index (root/index) of a repository (root/repo) holding `files` (path -> text)."""
+    for rel, text in files.items():
+        (root / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "repo" / rel).write_text(text)
+    build_index(root / "repo", out=root / "index", name=name, settings=Settings())
+    return root / "index"
+
+
 @pytest.fixture(scope="module")
 def index(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("channels")
-    repo = root / "repo"
-    for rel, text in REPO.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    build_index(repo, out=root / "index", name="demo", settings=Settings())
-    return root / "index"
+    return index_of(tmp_path_factory.mktemp("channels"), REPO)
 
 
 def engine_with(index: Path, change=None) -> Engine:
@@ -234,17 +237,13 @@ def test_a_parallel_port_is_shown_in_its_plainest_member(index, engine):
 
 
 def test_files_sharing_only_a_name_are_not_ports(tmp_path):
-    repo = tmp_path / "repo"
-    for rel, text in {
+    ix = index_of(tmp_path, {
         "a/util.cpp": "// Sorting helpers.\nvoid sort_keys(int* k, int n) { for (;;) {} }\n"
                       "void merge_runs(int* k, int n) { for (;;) {} }\n"
                       "void count_keys(int* k, int n) { for (;;) {} }\n",
         "b/util.cpp": "// String helpers.\nvoid trim(char* s) {}\n",
-    }.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    build_index(repo, out=tmp_path / "ix", name="u", settings=Settings())
-    hits = Engine.load(tmp_path / "ix", Settings()).search("Where are the keys sorted?", k=3)
+    })
+    hits = Engine.load(ix, Settings()).search("Where are the keys sorted?", k=3)
     assert hits[0].chunk.path == "a/util.cpp" and hits[0].chunk.name == "sort_keys"
     assert not any("plainest" in w for h in hits for w in h.why)
 
@@ -274,7 +273,6 @@ def test_project_name_is_not_a_symbol_or_literal(engine):
 def test_a_caller_in_another_file_joins_the_evidence(tmp_path):
     # The question's words are all in the kernel; the driver that runs it shares none of them
     # and is reached through the call graph only.
-    repo = tmp_path / "repo"
     files = {
         "src/kernels/smoother.cpp": "// Gauss-Seidel relaxation sweep over the pressure grid.\n"
                                     "void relax_pressure(double* p, int n) {\n"
@@ -289,12 +287,9 @@ def test_a_caller_in_another_file_joins_the_evidence(tmp_path):
     files |= {f"src/io/grid_{n}.cpp": f"// Writes pressure grid {n} to disk after a sweep.\n"
                                       f"void write_grid_{n}(const double* p) {{}}\n"
               for n in range(6)}
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    build_index(repo, out=tmp_path / "ix", name="r", settings=Settings())
+    ix = index_of(tmp_path, files)
     question = "How does the Gauss-Seidel relaxation sweep over the pressure grid work?"
-    hits = Engine.load(tmp_path / "ix", Settings()).search(question, k=4)
+    hits = Engine.load(ix, Settings()).search(question, k=4)
     assert hits[0].chunk.name == "relax_pressure"
     main = [h for h in hits if h.chunk.path == "src/app/main.cpp"]
     assert main and any("caller in another file" in w for w in main[0].why)
@@ -302,7 +297,7 @@ def test_a_caller_in_another_file_joins_the_evidence(tmp_path):
     off = Settings()
     for prof in off.expansion.profiles.values():
         prof.callers = 0
-    hits = Engine.load(tmp_path / "ix", off).search(question, k=4)
+    hits = Engine.load(ix, off).search(question, k=4)
     assert not any("caller in another file" in w for h in hits for w in h.why)
 
 
@@ -319,11 +314,7 @@ def test_the_plainest_port_has_the_least_code_of_its_own(tmp_path):
         "ports/threads/update.cpp": "// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n"
                                     "#pragma omp parallel for simd schedule(static)\n" + loop + "}\n",
     }
-    for rel, text in files.items():
-        (tmp_path / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "repo" / rel).write_text(text)
-    build_index(tmp_path / "repo", out=tmp_path / "ix", name="p", settings=Settings())
-    store = Engine.load(tmp_path / "ix", Settings()).store
+    store = Engine.load(index_of(tmp_path, files), Settings()).store
     assert _plainest(store, "update.cpp") == "ports/ref/update.cpp"
 
 
@@ -331,14 +322,25 @@ def test_identical_copies_are_shown_once(tmp_path):
     deck = "# input deck\nlattice_constant 1.6796\ntimestep 0.005\nthermo_every 100\n"
     files = {f"{v}/in.lattice": deck for v in ("ref", "threads", "device")}
     files["ref/notes.txt"] = "The lattice constant and timestep are read from the deck.\n"
-    for rel, text in files.items():
-        (tmp_path / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "repo" / rel).write_text(text)
-    build_index(tmp_path / "repo", out=tmp_path / "ix", name="d", settings=Settings())
+    ix = index_of(tmp_path, files)
     q = "Which lattice constant and timestep does the input deck set?"
-    shown = [h.chunk.path for h in Engine.load(tmp_path / "ix", Settings()).search(q, k=4)]
+    shown = [h.chunk.path for h in Engine.load(ix, Settings()).search(q, k=4)]
     assert len([p for p in shown if p.endswith("in.lattice")]) == 1
     off = Settings()
     off.retrieval.one_of_identical = False
-    shown = [h.chunk.path for h in Engine.load(tmp_path / "ix", off).search(q, k=4)]
+    shown = [h.chunk.path for h in Engine.load(ix, off).search(q, k=4)]
     assert len([p for p in shown if p.endswith("in.lattice")]) == 3
+
+
+def test_query_time_file_reads_refuse_what_collection_refuses(tmp_path):
+    import os
+
+    ix = index_of(tmp_path, {"src/a.cpp": "// Alpha kernel.\nvoid alpha() {}\n",
+                             "src/b.cpp": "// Beta kernel.\nvoid beta() {}\n"})
+    store = Engine.load(ix, Settings()).store
+    assert "Alpha kernel" in store.repo_text("src/a.cpp")
+    (tmp_path / "repo" / "src" / "b.cpp").unlink()
+    os.mkfifo(tmp_path / "repo" / "src" / "b.cpp")  # swapped after indexing: must not block
+    assert store.repo_text("src/b.cpp") is None
+    assert store.repo_text("src/a.cpp", max_bytes=5) is None  # grown past the limit
+    assert store.repo_text("src/gone.cpp") is None

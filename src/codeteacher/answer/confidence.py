@@ -89,7 +89,7 @@ def assess(question: str, hits: list[SearchHit], store, cfg, qvec=None) -> Confi
             terms.setdefault(toks[0], set(toks))
     lex = store.lexical
     top_tokens: set[str] = set()
-    cache = store.__dict__.setdefault("_token_sets", {})  # per record, once per loaded index
+    cache = store.memo("token_sets")
     for h in hits[: cfg.items]:
         if h.chunk.id not in cache:
             cache[h.chunk.id] = frozenset(tokenize(lexical_text(h.chunk)))

@@ -10,6 +10,7 @@ from ..contracts.errors import UserError
 from ..contracts.jsonio import read_jsonl, read_model
 from ..contracts.models import Chunk, Manifest, ProjectStructure
 from . import layout as st
+from .files import RefusedFile, read_repo_file
 from .layout import CHUNKER_VERSION, file_node
 from .lexical import LexicalIndex
 
@@ -54,7 +55,7 @@ class IndexStore:
         self._build_lookups()
 
     def _build_lookups(self) -> None:
-        self._members: dict[str, list[int]] = {}
+        self._memos: dict[str, dict] = {}
         self.by_id = {r.id: i for i, r in enumerate(self.records)}
         self.by_path: dict[str, list[int]] = defaultdict(list)
         self.by_basename: dict[str, list[str]] = defaultdict(list)
@@ -90,10 +91,24 @@ class IndexStore:
     def file_record_index(self, path: str) -> int | None:
         return self.by_id.get(file_node(path))
 
+    def memo(self, name: str) -> dict:
+        """A per-index dict for facts derived from the records at query time (a file's
+        members, a record's tokens, a port family's plainest file): each is computed on first
+        use and then reused by every later query of this loaded index."""
+        return self._memos.setdefault(name, {})
+
     def members(self, path: str) -> list[int]:
-        """Records of one file other than its file entity (computed once per file: the
-        whole-file channel asks for the same files query after query)."""
-        cache = self._members
+        """Records of one file other than its file entity (the whole-file channel asks for the
+        same files query after query)."""
+        cache = self.memo("members")
         if path not in cache:
             cache[path] = [i for i in self.by_path.get(path, []) if self.records[i].kind != "file"]
         return cache[path]
+
+    def repo_text(self, path: str, max_bytes: int | None = None) -> str | None:
+        """A repository file's text as it is now, read through `read_repo_file` (no FIFO,
+        escaping link or oversized file is read); None when it is gone or refused."""
+        try:
+            return read_repo_file(self.root, path, max_bytes).decode("utf-8", "replace")
+        except (OSError, RefusedFile):  # missing or unreadable; refused
+            return None

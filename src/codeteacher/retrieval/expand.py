@@ -38,7 +38,7 @@ def _included(store: IndexStore, path: str, qvec: np.ndarray, n: int) -> list[in
 def _twins(store: IndexStore, path: str) -> list[str]:
     """Declaration/definition twins: the same stem in the same folder, another code file
     (X.h / X.hpp / X.cpp). Cached per loaded index (asked for every seed of every query)."""
-    cache = store.__dict__.setdefault("_twins", {})
+    cache = store.memo("twins")
     if path not in cache:
         cache[path] = _find_twins(store, path)
     return cache[path]

@@ -86,7 +86,8 @@ def _haystack(store: IndexStore, i: int) -> str:
     return f"{r.path}\n{r.qualified_name}\n{r.signature}\n{r.comment}\n{r.text}"
 
 
-def _file_hits(store: IndexStore, key: str, lit: str, limit: int) -> dict[str, bool]:
+def _file_hits(store: IndexStore, key: str, lit: str, limit: int,
+               max_bytes: int | None = None) -> dict[str, bool]:
     """Files (via the whole-file BM25 vocabulary) whose text holds the literal: path -> same
     case? Skipped when the key token is in more than `limit` files."""
     files = store.lexical.files
@@ -98,9 +99,8 @@ def _file_hits(store: IndexStore, key: str, lit: str, limit: int) -> dict[str, b
     out: dict[str, bool] = {}
     for j in rows:
         path = files.paths[int(j)]
-        try:
-            text = (store.root / path).read_text(encoding="utf-8", errors="replace")
-        except OSError:  # repository moved since indexing: the records still answer
+        text = store.repo_text(path, max_bytes)
+        if text is None:  # moved or refused since indexing: the records still answer
             continue
         if lit in text:
             out[path] = True
@@ -110,8 +110,8 @@ def _file_hits(store: IndexStore, key: str, lit: str, limit: int) -> dict[str, b
 
 
 def match_literals(store: IndexStore, words: list[str], max_files: int,
-                   max_records: int, acronym_factor: float = 1.0, max_share: float = 1.0
-                   ) -> list[LiteralMatch]:
+                   max_records: int, acronym_factor: float = 1.0, max_share: float = 1.0,
+                   max_bytes: int | None = None) -> list[LiteralMatch]:
     """Records that contain each literal verbatim; literals in more than `max_files` files,
     or in more than `max_share` of all files (common words of the code), are dropped."""
     n_files = max(2, len(store.manifest.files))
@@ -135,7 +135,7 @@ def match_literals(store: IndexStore, words: list[str], max_files: int,
                 exact[int(i)] = False
         files = {store.records[i].path for i in exact if store.records[i].kind != "module"}
         # Whole files too: top-level text (macros, options, includes) is in no chunk.
-        for path, same_case in _file_hits(store, key, lit, 4 * max_files).items():
+        for path, same_case in _file_hits(store, key, lit, 4 * max_files, max_bytes).items():
             files.add(path)
             fi = store.file_record_index(path)
             if fi is not None:

@@ -86,7 +86,7 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
         c.fused += 1.0 / (rs.rrf_k + rank + 1)
         c.why.append(f"bm25 #{rank + 1}")
     _feedback(store, qa, rs, get, allowed, cands)
-    _exact_tokens(store, qa, rs, get, allowed)
+    _exact_tokens(store, qa, rs, get, allowed, settings.collect.max_file_bytes)
     _file_channel(store, qvec, qa, rs, get, allowed, lex, list(cands),
                   rs.file_channel.weight if file_weight is None else file_weight)
 
@@ -172,13 +172,14 @@ def _feedback(store: IndexStore, qa: QueryAnalysis, rs, get, allowed, cands) -> 
             c.why.append(f"feedback bm25 #{rank + 1}")
 
 
-def _exact_tokens(store: IndexStore, qa: QueryAnalysis, rs, get, allowed) -> None:
+def _exact_tokens(store: IndexStore, qa: QueryAnalysis, rs, get, allowed,
+                  max_bytes: int | None = None) -> None:
     """Records that contain an identifier-shaped word of the question verbatim."""
     et = rs.exact_tokens
     if not et.enabled or not qa.literals:
         return
     for m in match_literals(store, qa.literals, et.max_files, et.max_records,
-                            et.acronym_factor, et.max_file_share):
+                            et.acronym_factor, et.max_file_share, max_bytes):
         for i, same_case in m.exact.items():
             if allowed is not None and not allowed[i]:
                 continue
@@ -303,7 +304,8 @@ _PORT_KINDS = {"function", "method", "constructor", "destructor", "operator", "c
 
 
 def plainest_variants(store: IndexStore, chosen: list[Candidate], question_tokens: list[str],
-                      qvec: np.ndarray, share: float) -> list[Candidate]:
+                      qvec: np.ndarray, share: float, max_bytes: int | None = None
+                      ) -> list[Candidate]:
     """A pick from a family of parallel ports (the same file name in sibling folders, most of
     the same functions in each) is shown in its plainest member (`_plainest`): the variants
     give one answer, and the one with the least platform code teaches it best. The
@@ -313,7 +315,7 @@ def plainest_variants(store: IndexStore, chosen: list[Candidate], question_token
     shown = {store.records[c.idx].path for c in chosen}
     out = []
     for c in chosen:
-        twin = _plainest_twin(store, store.records[c.idx], asked, shown, qvec, share)
+        twin = _plainest_twin(store, store.records[c.idx], asked, shown, qvec, share, max_bytes)
         if twin is None:
             out.append(c)
             continue
@@ -324,15 +326,15 @@ def plainest_variants(store: IndexStore, chosen: list[Candidate], question_token
     return out
 
 
-def _plainest(store: IndexStore, name: str) -> str | None:
+def _plainest(store: IndexStore, name: str, max_bytes: int | None = None) -> str | None:
     """The member of a same-named family with the least code of its own: the fewest distinct
     words that fewer than half of its siblings use (backend calls, pragmas, launch syntax),
     then the shortest. Computed once per family and loaded index."""
-    cache = store.__dict__.setdefault("_plainest", {})
+    cache = store.memo("plainest")
     if name not in cache:
         paths = [p for p in store.by_basename.get(name, []) if store.file_record_index(p)
                  is not None]
-        words = {p: set(tokenize(_file_text(store, p))) for p in paths}
+        words = {p: set(tokenize(_file_text(store, p, max_bytes))) for p in paths}
         used = Counter(t for ws in words.values() for t in ws)
         half = len(paths) / 2
         cache[name] = min(paths, default=None, key=lambda p: (
@@ -341,20 +343,20 @@ def _plainest(store: IndexStore, name: str) -> str | None:
     return cache[name]
 
 
-def _file_text(store: IndexStore, path: str) -> str:
-    try:
-        return (store.root / path).read_text(encoding="utf-8", errors="replace")
-    except OSError:  # repository moved since indexing: what the records hold of it
+def _file_text(store: IndexStore, path: str, max_bytes: int | None) -> str:
+    text = store.repo_text(path, max_bytes)
+    if text is None:  # repository moved since indexing: what the records hold of it
         return "\n".join(store.records[i].text for i in store.members(path))
+    return text
 
 
 def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: np.ndarray,
-                   share: float) -> int | None:
+                   share: float, max_bytes: int | None) -> int | None:
     name = _base_name(r.path)
     family = [p for p in store.by_basename.get(name, []) if p != r.path]
     if not family or not _is_code_name(name):
         return None
-    plain = _plainest(store, name)
+    plain = _plainest(store, name, max_bytes)
     if plain is None or plain == r.path or plain in shown:
         return None
     own_folder = set(tokenize(PurePosixPath(r.path).parent.as_posix())) - \
@@ -436,7 +438,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                   rs.select_pool, rs.modules_as_files and "module" not in qa.wanted,
                   rs.one_of_identical)
     if rs.plainest_variant:
-        pool = plainest_variants(store, pool, qa.tokens, qvec, rs.port_share)
+        pool = plainest_variants(store, pool, qa.tokens, qvec, rs.port_share,
+                                 settings.collect.max_file_bytes)
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],
