@@ -154,15 +154,15 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
             continue
         if r.kind == "call_chain":
             node = sym_node(chain_root(r.id))
+        callers = [sym_index(s) for t, s in store.edges_in.get(node, []) if t == "call"]
+        callers = [i for i in callers if i is not None]
         if prof.callers:
-            callers = [i for t, src in store.edges_in.get(node, []) if t == "call"
-                       and (i := sym_index(src)) is not None and records[i].path not in shown]
-            for i in _best_by_similarity(store, callers, qvec, prof.callers):
+            elsewhere = [i for i in callers if records[i].path not in shown]
+            for i in _best_by_similarity(store, elsewhere, qvec, prof.callers):
                 if add(i, "caller in another file", seed, "other_file"):
                     shown.add(records[i].path)
         calls = [sym_index(d) for t, d in store.edges_out.get(node, []) if t == "call"]
-        calls += [sym_index(s) for t, s in store.edges_in.get(node, []) if t == "call"]
-        calls = [i for i in dict.fromkeys(calls) if i is not None]
+        calls = [i for i in dict.fromkeys(calls + callers) if i is not None]
         for i in _best_by_similarity(store, calls, qvec, prof.call):
             add(i, "call neighbour", seed, "expansion")
         if prof.owner:
