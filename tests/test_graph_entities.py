@@ -309,3 +309,56 @@ def test_entities_become_records_with_scope(built):
     c = e.to_chunk("src")
     assert (c.id, c.kind, c.path, c.scope, c.text) == (e.id, "file", "src/a.cpp", "src", e.text)
     assert Entity.model_validate(e.model_dump(mode="json")) == e
+
+
+ALTERNATIVES = {
+    # A base class and two implementations: the driver calls through a base pointer.
+    "src/comm.h": "#pragma once\nclass Comm {\npublic:\n  virtual void exchange() {}\n"
+                  "  virtual void reduce(double* x) = 0;\n};\n",
+    "src/comm_serial.cpp": '#include "comm.h"\nclass CommSerial : public Comm {\npublic:\n'
+                           "  void exchange() override { }\n  void reduce(double* x) override { }\n};\n",
+    "src/comm_mpi.cpp": '#include "comm.h"\nclass CommMPI : public Comm {\npublic:\n'
+                        "  void exchange() override { send(); }\n  void reduce(double* x) override { }\n"
+                        "  void send() { }\n};\n",
+    # Unrelated classes that happen to share a method name: no common base.
+    "src/timer.cpp": "class Timer {\npublic:\n  void reset() { }\n};\n",
+    "src/lattice.cpp": "class Lattice {\npublic:\n  void reset() { }\n};\n",
+    # One kernel defined by each port (the build links one of them) ...
+    "ports/serial/kernel.cpp": "void smooth(double* u, int n) { for (int i = 0; i < n; ++i) u[i] *= 0.5; }\n",
+    "ports/threads/kernel.cpp": "void smooth(double* u, int n) {\n#pragma omp parallel for\n"
+                                "  for (int i = 0; i < n; ++i) u[i] *= 0.5; }\n",
+    # ... and two file-local helpers that only share a name.
+    "ports/serial/util.cpp": "static int clamp(int x) { return x; }\nint use_a() { return clamp(1); }\n",
+    "ports/threads/util.cpp": "namespace { int pad(int x) { return x; } }\nint use_b() { return pad(2); }\n",
+    "ports/threads/more.cpp": "namespace { int pad(int x) { return x + 1; } }\n",
+    "ports/serial/more.cpp": "static int clamp(int x) { return x + 1; }\n",
+    "app/driver.cpp": '#include "../src/comm.h"\nvoid smooth(double* u, int n);\n'
+                      "void step(Comm* comm, double* u, Timer* t, Lattice* l) {\n"
+                      "  comm->exchange();\n  comm->reduce(u);\n  smooth(u, 8);\n  t->reset();\n"
+                      "  clamp(3);\n  pad(4);\n}\n",
+}
+
+
+def test_calls_to_alternatives_resolve_to_each_of_them(tmp_path):
+    # A call through a base pointer may reach every override, and a function each port
+    # defines is whichever port the build links: both are edges to all alternatives. Names
+    # shared by unrelated classes or by file-local helpers stay unresolved.
+    repo, work = tmp_path / "repo", tmp_path / "work"
+    for rel, text in ALTERNATIVES.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    work.mkdir()
+    s = Settings()
+    st.stage_collect(repo, work / L.FILES, s)
+    st.stage_parse(work / L.FILES, work / L.CHUNKS, s)
+    structure = st.stage_graph(work / L.FILES, work / L.CHUNKS, work / L.STRUCTURE)
+    chunks = read_jsonl(work / L.CHUNKS, Chunk)
+    step = _sym(chunks, "step")
+    called = {t for s_, t in _edges(structure, "call") if s_ == step}
+    assert {_sym(chunks, "Comm::exchange"), _sym(chunks, "CommSerial::exchange"),
+            _sym(chunks, "CommMPI::exchange")} <= called
+    assert {_sym(chunks, "CommSerial::reduce"), _sym(chunks, "CommMPI::reduce")} <= called
+    assert {_sym(chunks, "smooth", "ports/serial/kernel.cpp"),
+            _sym(chunks, "smooth", "ports/threads/kernel.cpp")} <= called
+    names = {t.split("#")[1].split("@")[0].split(":", 1)[1] for t in called}
+    assert not {"Timer::reset", "Lattice::reset", "clamp", "(anonymous)::pad"} & names, names

@@ -344,3 +344,34 @@ def test_query_time_file_reads_refuse_what_collection_refuses(tmp_path):
     assert store.repo_text("src/b.cpp") is None
     assert store.repo_text("src/a.cpp", max_bytes=5) is None  # grown past the limit
     assert store.repo_text("src/gone.cpp") is None
+
+
+def test_build_files_of_mirrored_port_folders_are_one_family(tmp_path):
+    # Each port folder holds the same file names (its kernels and its build script): the
+    # build scripts are one answer, shown once. CMakeLists.txt files of folders that do not
+    # mirror each other are separate answers.
+    files = {}
+    for port in ("serial", "threads", "device"):
+        files[f"ports/{port}/model.cmake"] = (
+            f"# Build settings of the {port} programming model port.\n"
+            f"register_model_flag({port.upper()}_FLAGS \"compiler flags for the {port} model\")\n"
+            f"register_model_sources({port} kernels.cpp solver.cpp)\n")
+        files[f"ports/{port}/kernels.cpp"] = f"void smooth_{port}(double* u) {{ u[0] = 0; }}\n"
+        files[f"ports/{port}/solver.cpp"] = f"void solve_{port}(double* u) {{ u[0] = 1; }}\n"
+    files["ports/CMakeLists.txt"] = ("# Registers every programming model port folder.\n"
+                                     "foreach(model serial threads device)\n"
+                                     "  include(${model}/model.cmake)\nendforeach()\n")
+    files["tools/CMakeLists.txt"] = ("# Builds the programming model registration helper tool.\n"
+                                     "add_executable(register_model register.cpp)\n")
+    files["tools/register.cpp"] = "int main() { return 0; }\n"
+    ix = index_of(tmp_path, files)
+    q = "Which build settings does a programming model port register?"
+
+    def shown(change=None):
+        return [h.chunk.path for h in engine_with(ix, change).search(q, k=5)]
+
+    off = shown(lambda s: setattr(s.retrieval, "mirror_share", 2.0))
+    assert len([p for p in off if p.endswith("model.cmake")]) >= 2
+    on = shown()
+    assert len([p for p in on if p.endswith("model.cmake")]) == 1
+    assert {"ports/CMakeLists.txt", "tools/CMakeLists.txt"} <= set(on)

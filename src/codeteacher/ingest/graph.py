@@ -2,8 +2,12 @@
 
 Resolution is conservative: an include resolves to a repository file only by path suffix; a
 call resolves by qualified name, else by unqualified name when the candidates can be narrowed
-to the same class, file or namespace, or are unique. Everything else is counted as unresolved,
-never guessed, because wrong edges mislead retrieval more than missing ones.
+to the same class, file or namespace, or are unique. A call whose candidates are alternatives of
+one thing also resolves, to all of them: overrides of one virtual method (classes with a common
+base: the call through a base pointer may reach any of them) and one qualified name defined in
+several files (ports or build variants, one of which the build links). Everything else is
+counted as unresolved, never guessed, because wrong edges mislead retrieval more than missing
+ones.
 """
 from __future__ import annotations
 
@@ -17,6 +21,9 @@ SYMBOL_KINDS = {"function", "method", "constructor", "destructor", "operator", "
                 "union", "enum", "declaration", "macro", "typedef"}
 CALLABLE = {"function", "method", "constructor", "destructor", "operator"}
 TYPE_KINDS = {"class", "struct", "union", "enum"}
+# More alternatives than this are not "the" implementations of a call but a name many
+# unrelated things share; such a call stays unresolved.
+MAX_ALTERNATIVES = 12
 
 
 def module_of(path: str) -> str:
@@ -119,12 +126,16 @@ def build_structure(files: list[FileRecord], chunks: list[Chunk],
             edge(sym_node(owner.id), sym_node(c.id), "owns")
 
     # Inheritance.
+    parents: dict[str, set[str]] = defaultdict(set)  # class name -> base class names
     for c in symbols:
         for base in c.bases:
             base_name = _strip_templates(base).split("::")[-1]
+            if c.kind in TYPE_KINDS and base_name != c.name:
+                parents[c.name].add(base_name)
             for target in types_by_name.get(base_name, [])[:2]:
                 if target.id != c.id:
                     edge(sym_node(c.id), sym_node(target.id), "inherits")
+    ancestry = _Ancestry(parents)
 
     # Includes.
     resolver = IncludeResolver([f.path for f in files])
@@ -148,7 +159,7 @@ def build_structure(files: list[FileRecord], chunks: list[Chunk],
             continue
         caller = sym_node(c.parent_id if c.kind == "function_part" and c.parent_id else c.id)
         for raw in c.calls:
-            targets = _resolve_call(_strip_templates(raw), c, definitions, qual_defs)
+            targets = _resolve_call(_strip_templates(raw), c, definitions, qual_defs, ancestry)
             if not targets:
                 unresolved_calls += 1
             for t in targets:
@@ -164,8 +175,48 @@ def build_structure(files: list[FileRecord], chunks: list[Chunk],
                             unresolved_includes=unresolved_includes)
 
 
+class _Ancestry:
+    """A class and all its bases, transitively (by unqualified name; cycles are harmless)."""
+
+    def __init__(self, parents: dict[str, set[str]]):
+        self.parents = parents
+        self.cache: dict[str, frozenset[str]] = {}
+
+    def of(self, name: str) -> frozenset[str]:
+        if name not in self.cache:
+            seen, todo = {name}, [name]
+            while todo:
+                for b in self.parents.get(todo.pop(), ()):
+                    if b not in seen:
+                        seen.add(b)
+                        todo.append(b)
+            self.cache[name] = frozenset(seen)
+        return self.cache[name]
+
+
+def _file_local(c: Chunk) -> bool:
+    """Internal linkage (static, anonymous namespace): no other file can call it."""
+    return (not c.class_name and c.signature.lstrip().startswith("static ")) \
+        or "(anonymous)" in c.namespace
+
+
+def _alternatives(cands: list[Chunk], ancestry: _Ancestry) -> list[Chunk]:
+    """All candidates when they are alternatives of one callee, else none (module docstring)."""
+    if len(cands) > MAX_ALTERNATIVES:
+        return []
+    if len({c.qualified_name for c in cands}) == 1 and len({c.path for c in cands}) == len(cands) \
+            and not any(_file_local(c) for c in cands):
+        return sorted(cands, key=lambda c: c.path)
+    classes = {c.class_name for c in cands}
+    if all(classes) and len(classes) == len(cands):
+        common = frozenset.intersection(*(ancestry.of(k) for k in classes))
+        if common:
+            return sorted(cands, key=lambda c: c.path)
+    return []
+
+
 def _resolve_call(name: str, caller: Chunk, definitions: dict[str, list[Chunk]],
-                  qual_defs: dict[str, list[Chunk]]) -> list[Chunk]:
+                  qual_defs: dict[str, list[Chunk]], ancestry: _Ancestry) -> list[Chunk]:
     if not name:
         return []
     if "::" in name:
@@ -185,4 +236,4 @@ def _resolve_call(name: str, caller: Chunk, definitions: dict[str, list[Chunk]],
         picked = [c for c in cands if narrow(c)]
         if picked:
             return picked[:3]
-    return []  # ambiguous: counted as unresolved rather than invented
+    return _alternatives(cands, ancestry)  # else ambiguous: unresolved rather than invented

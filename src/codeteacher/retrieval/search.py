@@ -228,15 +228,35 @@ def _is_code_name(name: str) -> bool:
     return PurePosixPath(name).suffix.lower() in CODE_EXT
 
 
+def _mirrored(store: IndexStore, a: str, b: str, share: float) -> bool:
+    """True when two same-named files sit in folders that mirror each other: the folders'
+    file-name sets overlap by at least `share` (Jaccard), as parallel port folders do (each
+    holds its own build file, kernels and headers under the same names)."""
+    if share > 1:
+        return False
+    names = store.memo("folder_names")
+    if not names:
+        for p in store.manifest.files:
+            pp = PurePosixPath(p)
+            names.setdefault(pp.parent.as_posix(), set()).add(pp.name)
+    fa = names.get(PurePosixPath(a).parent.as_posix(), set())
+    fb = names.get(PurePosixPath(b).parent.as_posix(), set())
+    union = len(fa | fb)
+    return union > 2 and len(fa & fb) >= share * union
+
+
 def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int,
            same_file_penalty: float = 0.0, max_per_name: int | None = None,
            pool_size: int = 40, replace_modules: bool = False,
-           one_of_identical: bool = False) -> list[Candidate]:
+           one_of_identical: bool = False, mirror_share: float = 2.0) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file. Files with the
     same base name in different folders (parallel ports, per-backend copies) are one family:
-    at most `max_per_name` of its files are shown, so they do not crowd out the other files."""
+    at most `max_per_name` of its files are shown, so they do not crowd out the other files.
+    For code files the name alone makes the family; other files (build scripts, input decks)
+    join it only when their folders mirror each other (`_mirrored`): a CMakeLists.txt per
+    sub-folder is one build file each, a model.cmake per port folder is one answer."""
     chosen: list[Candidate] = []
     seen_ranges: set[tuple] = set()
     chosen_ids: set[str] = set()
@@ -284,7 +304,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         # A call-chain entity spans its root function's lines but says something else.
         key = (r.path, r.start_line, r.end_line, r.kind == "call_chain")
         name = _base_name(r.path)
-        family = per_name[name] if _is_code_name(name) else set()
+        family = per_name[name] if _is_code_name(name) else \
+            {p for p in per_name[name] if _mirrored(store, p, r.path, mirror_share)}
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
                 or per_file[r.path] >= max_per_file \
                 or (max_per_name and r.path not in family and len(family) >= max_per_name) \
@@ -294,7 +315,7 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         seen_ranges.add(key)
         chosen_ids.add(r.id)
         per_file[r.path] += 1
-        family.add(r.path)
+        per_name[name].add(r.path)
         copy_of.setdefault(content.get(r.path, r.path), r.path)
         chosen.append(best)
     return chosen
@@ -436,7 +457,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         per_file = max(per_file, rs.filtered_max_per_file)
     pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
                   rs.select_pool, rs.modules_as_files and "module" not in qa.wanted,
-                  rs.one_of_identical)
+                  rs.one_of_identical, rs.mirror_share)
     if rs.plainest_variant:
         pool = plainest_variants(store, pool, qa.tokens, qvec, rs.port_share,
                                  settings.collect.max_file_bytes)

@@ -330,6 +330,11 @@ class RetrievalSettings(_S):
                                      "and crowds out the other files (2 -> 1: recall@5 up on the "
                                      "dev corpus with ports, unchanged elsewhere). null = no "
                                      "limit.")
+    mirror_share: float = Field(default=0.5, ge=0, description="Other files (build scripts, "
+                                "decks) of one base name are one family too when their folders "
+                                "mirror each other: the folders' file-name sets overlap by at "
+                                "least this share (Jaccard), as port folders do; a CMakeLists.txt "
+                                "per sub-folder stays one file each. > 1 = off.")
     one_of_identical: bool = Field(default=True, description="Files with identical content "
                                    "(an input deck or header copied into every variant folder) "
                                    "are one answer: the best-ranked copy is shown, not each.")
