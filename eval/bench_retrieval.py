@@ -54,6 +54,10 @@ ABLATIONS = {
     "no file channel": {"retrieval.file_channel.enabled": False},
     "no name family cap": {"retrieval.max_per_name": None},
     "no plainest port": {"retrieval.plainest_variant": False},
+    "no mirrored-folder family": {"retrieval.mirror_share": 2.0},
+    "no identical-copy merge": {"retrieval.one_of_identical": False},
+    "no callers elsewhere": {f"expansion.profiles.{p}.callers": 0
+                             for p in ("minimal", "balanced", "broad")},
     "3 per file": {"retrieval.max_per_file": 3},
     "folders kept": {"retrieval.modules_as_files": False},
     # Tried and off by default: switched ON here to show what they would do.
@@ -198,11 +202,15 @@ def _means(per_cat) -> dict:
 
 def evaluate_peer(search_fn, qset: QuestionSet, gold: dict) -> dict:
     per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    misses = []  # as for ours, so that --json shows what a peer finds that we do not
     for q in qset.questions:
         g = gold[q["id"]]
         if g:
-            _add(per_cat, q["category"], g, [qset.key(p) for p in search_fn(q["question"])])
-    return {"recall": _means(per_cat)}
+            got = [qset.key(p) for p in search_fn(q["question"])]
+            _add(per_cat, q["category"], g, got)
+            if _recall(g, got, 5) < 1:
+                misses.append({"id": q["id"], "gold": g, "top5": got[:5]})
+    return {"recall": _means(per_cat), "misses": misses}
 
 
 def run_set(qset: QuestionSet, base, runs: dict) -> dict:
