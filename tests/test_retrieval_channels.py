@@ -375,3 +375,30 @@ def test_build_files_of_mirrored_port_folders_are_one_family(tmp_path):
     on = shown()
     assert len([p for p in on if p.endswith("model.cmake")]) == 1
     assert {"ports/CMakeLists.txt", "tools/CMakeLists.txt"} <= set(on)
+
+
+def test_licence_and_changelog_yield_to_code_unless_asked_about(tmp_path):
+    # The licence shares the question's words ("check", "results", "correct"); the test driver
+    # is the answer. A question about the licence still finds the licence.
+    files = {
+        "LICENSE": "Permission is granted to check, copy and run this software. The results "
+                   "are provided without warranty that they are correct or fit for a purpose. "
+                   "You must check the results yourself before you rely on them.\n",
+        "CHANGELOG.md": "# Changes\n\n- check that the results are correct after each run.\n",
+        "tests/check_results.cpp": "// Compares a run against the reference results.\n"
+                                   "bool results_match(const double* a, const double* b, int n) "
+                                   "{ for (int i = 0; i < n; ++i) if (a[i] != b[i]) return false; "
+                                   "return true; }\n",
+        "src/solver.cpp": "// Solves the system.\nvoid solve(double* x, int n) { x[0] = n; }\n",
+    }
+    ix = index_of(tmp_path, files)
+    q = "How do I check that the results of a run are correct?"
+    off = engine_with(ix, lambda s: setattr(s.rerank.weights, "project_metadata", 0.0))
+    top_off = [h.chunk.path for h in off.search(q, k=3)]
+    top = [h.chunk.path for h in engine_with(ix).search(q, k=3)]
+    assert top[0] == "tests/check_results.cpp", top
+    licence_rank = lambda paths: paths.index("LICENSE") if "LICENSE" in paths else 99  # noqa: E731
+    assert licence_rank(top) > licence_rank(top_off)
+    asked = [h.chunk.path for h in engine_with(ix).search(
+        "Does the licence give a warranty for the software?", k=3)]
+    assert asked[0] == "LICENSE"

@@ -36,6 +36,11 @@ CODE = {"function", "method", "constructor", "destructor", "operator", "function
         "struct", "union", "enum", "declaration", "macro", "typedef"}
 
 
+@lru_cache(maxsize=64)
+def _cue(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
+
+
 _OPERATOR = re.compile(r"\boperator\b\s*(?=[^\w\s]|$)")
 
 
@@ -92,9 +97,17 @@ def _owner_and_name(c: Chunk) -> str:
     return f"{c.class_name} {base}" if c.class_name and c.class_name != c.name else base
 
 
+@lru_cache(maxsize=50000)
+def _file_stem(path: str) -> str:
+    return PurePosixPath(path).name.lower().split(".")[0]
+
+
 def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              wanted: list[str], same_file: int, trivial_lines: int, idf,
-             flow_min_calls: int = 3, support_cap: int = 3) -> dict[str, float]:
+             flow_min_calls: int = 3, support_cap: int = 3,
+             metadata: frozenset[str] = frozenset()) -> dict[str, float]:
+    """Named facts about one candidate; `metadata` holds the project-metadata file names
+    (licence, changelog) when the question does not ask about them."""
     f: dict[str, float] = {}
     q_mass = sum(idf(t) for t in qset) or 1.0
     parts = _name_parts(_owner_and_name(c))
@@ -130,6 +143,8 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         allowed.add("build")
     if c.scope in ("test", "build", "example") and c.scope not in allowed:
         f["off_scope"] = 1.0
+    if metadata and _file_stem(c.path) in metadata:
+        f["project_metadata"] = 1.0
     return f
 
 
@@ -144,6 +159,9 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     per_file = Counter(component(records[c.idx].path) for c in top)
     w = settings.weights.model_dump()
     memo: dict[str, float] = {}
+    # Licence and changelog files answer questions about the project, not about its code.
+    metadata = frozenset() if _cue(settings.metadata_cue).search(" ".join(question_tokens)) \
+        else frozenset(settings.metadata_files)
 
     def idf_memo(t: str) -> float:  # the same words are weighed for every candidate
         if t not in memo:
@@ -154,7 +172,7 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
         r = records[c.idx]
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
                          settings.trivial_lines, idf_memo, settings.flow_min_calls,
-                         settings.file_support_cap)
+                         settings.file_support_cap, metadata)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta

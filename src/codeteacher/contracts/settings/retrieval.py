@@ -141,6 +141,10 @@ class RerankWeights(_S):
                               "declarations, one-line accessors, include lists.")
     off_scope: float = Field(default=-0.02, description="Test, build and example chunks when "
                              "the question is not about them.")
+    project_metadata: float = Field(default=-0.02, description="Licence, changelog, authors "
+                                    "and similar files when the question is not about them: "
+                                    "they describe the project, not its code (recall@5 up on "
+                                    "two held-aside corpora, unchanged on the rest).")
 
 
 class RerankSettings(_S):
@@ -148,6 +152,16 @@ class RerankSettings(_S):
     weights: RerankWeights = Field(default_factory=RerankWeights,
                                    description="Feature weights added to the fused score.")
     top_n: int = Field(default=80, description="Candidates reranked.")
+    metadata_files: list[str] = Field(
+        default=["license", "licence", "copying", "copyright", "notice", "changelog", "changes",
+                 "news", "history", "authors", "contributors", "contributing",
+                 "code_of_conduct", "citation"],
+        description="File names (lower case, before the first dot) that hold project metadata.")
+    metadata_cue: str = Field(
+        default=r"\b(licen[cs]\w*|copyright|copying|changelog|changes|release|history|"
+                r"news|versions?|authors?|contribut\w*|cite|citation)\b",
+        description="Question words (regex over the question's lower-case tokens) that ask "
+                    "about project metadata.")
     trivial_lines: int = Field(default=2, description="Code chunks this short without a comment "
                                "count as low-signal.")
     flow_min_calls: int = Field(default=3, description="Calls that make a function a flow "
