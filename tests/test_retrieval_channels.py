@@ -236,6 +236,36 @@ def test_a_parallel_port_is_shown_in_its_plainest_member(index, engine):
     assert "src/device/kernels.cpp" in _kernel_files(named)
 
 
+
+def test_a_port_named_by_an_abbreviated_folder_is_shown(tmp_path):
+    # "the OpenMP version" names ports/omp/; the plainest port (ref) is shown otherwise.
+    loop = "  for (int i = 0; i < n; ++i) {\n    u[i] = 0.5 * (u[i] + w[i]);\n  }\n"
+    files = {
+        "ports/ref/update.cpp": "// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n"
+                                + loop + "}\n",
+        "ports/gpu/update.cpp": "// Relaxes u towards w on the device.\n"
+                                "void update(double* u, double* w, int n) {\n"
+                                "  gpuLaunch(gpuGrid(n), gpuBlock(), u, w); gpuSync(); }\n",
+        "ports/omp/update.cpp": "// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n"
+                                "#pragma omp parallel for simd schedule(static)\n" + loop + "}\n",
+    }
+    engine = Engine.load(index_of(tmp_path, files), Settings())
+    shown = {h.chunk.path for h in engine.search("How does the code relax u towards w?", k=3)}
+    assert "ports/ref/update.cpp" in shown and "ports/omp/update.cpp" not in shown
+    shown = {h.chunk.path for h in engine.search(
+        "How does the OpenMP version relax u towards w?", k=3)}
+    assert "ports/omp/update.cpp" in shown and "ports/ref/update.cpp" not in shown
+
+
+def test_folder_abbreviations():
+    from codeteacher.retrieval.search import abbreviates
+
+    assert abbreviates("omp", "openmp") and abbreviates("std", "standard")
+    assert not abbreviates("acc", "accumulate")  # last letters differ
+    assert not abbreviates("omp", "omp") and not abbreviates("cg", "conjugate")
+    assert not abbreviates("mpi", "multiply")
+
+
 def test_files_sharing_only_a_name_are_not_ports(tmp_path):
     ix = index_of(tmp_path, {
         "a/util.cpp": "// Sorting helpers.\nvoid sort_keys(int* k, int n) { for (;;) {} }\n"

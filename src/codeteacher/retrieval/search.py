@@ -330,8 +330,9 @@ def plainest_variants(store: IndexStore, chosen: list[Candidate], question_token
     """A pick from a family of parallel ports (the same file name in sibling folders, most of
     the same functions in each) is shown in its plainest member (`_plainest`): the variants
     give one answer, and the one with the least platform code teaches it best. The
-    chunk shown is the same-named one there, else the one closest to the question. Not when
-    the question names the folder of the pick ("the CUDA port")."""
+    chunk shown is the same-named one there, else the one closest to the question. A port
+    whose folder the question names ("the CUDA port", "the OpenMP version" for omp/) is shown
+    instead: the pick itself when it is that port."""
     asked = set(question_tokens)
     shown = {store.records[c.idx].path for c in chosen}
     out = []
@@ -371,18 +372,39 @@ def _file_text(store: IndexStore, path: str, max_bytes: int | None) -> str:
     return text
 
 
+@lru_cache(maxsize=200000)
+def abbreviates(short: str, word: str) -> bool:
+    """A folder word that abbreviates a question word ('omp' / 'openmp', 'std' / 'standard'):
+    its letters in order in the longer word, the same first and last letter (so 'acc' does not
+    abbreviate 'accumulate')."""
+    return (len(short) >= 3 and len(word) > len(short) and short.isalpha()
+            and short[0] == word[0] and short[-1] == word[-1] and _in_order(short, word))
+
+
+def _in_order(short: str, word: str) -> bool:
+    it = iter(word)
+    return all(ch in it for ch in short)
+
+
 def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: np.ndarray,
                    share: float, max_bytes: int | None) -> int | None:
     name = _base_name(r.path)
     family = [p for p in store.by_basename.get(name, []) if p != r.path]
     if not family or not _is_code_name(name):
         return None
-    plain = _plainest(store, name, max_bytes)
-    if plain is None or plain == r.path or plain in shown:
+    # A port the question names ("the OpenMP version": folder omp) is the one shown; else the
+    # plainest member.
+    folders = {p: set(tokenize(PurePosixPath(p).parent.as_posix())) for p in [r.path, *family]}
+    common = set.intersection(*folders.values())
+
+    def named(p: str) -> bool:
+        own = folders[p] - common
+        return bool(own & asked) or any(abbreviates(f, w) for f in own for w in asked)
+
+    if named(r.path):
         return None
-    own_folder = set(tokenize(PurePosixPath(r.path).parent.as_posix())) - \
-        set(tokenize(PurePosixPath(plain).parent.as_posix()))
-    if own_folder & asked:
+    plain = next((p for p in family if named(p)), None) or _plainest(store, name, max_bytes)
+    if plain is None or plain == r.path or plain in shown:
         return None
     code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
     names = {store.records[i].name for i in code}
