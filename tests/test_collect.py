@@ -252,6 +252,9 @@ def test_every_text_file_is_indexed_and_every_other_file_counted(tmp_path):
         "presets/small.json": "{\"n\": 8}\n",
         "hooks/pre-commit": "#!/usr/bin/env bash\nclang-format --dry-run *.cpp\n",
         "tools/run-it": "#!/usr/bin/python3\nprint('x')\n",
+        "rust/lib.rs": "#![feature(allocator_api)]\npub fn triad() {}\n",
+        "Makefile.intel": "CXX = icpx\nCXXFLAGS = -O3\n",
+        "mk/rules.mk": "%.o: %.cpp\n\t$(CXX) -c $<\n",
         ".github/workflows/ci.yml": "on: push\n",
         "blob.data": b"\x00\x01\x02binary",
         "latin.dat": "caf\xe9\n".encode("latin-1"),
@@ -274,6 +277,9 @@ def test_every_text_file_is_indexed_and_every_other_file_counted(tmp_path):
     assert kinds["presets/small.json"] == ("json", "script")
     assert kinds["hooks/pre-commit"] == ("bash", "script")  # shebang
     assert kinds["tools/run-it"] == ("python", "script")
+    assert kinds["rust/lib.rs"] == ("rs", "script")  # "#![...]" is an attribute, not a shebang
+    assert kinds["Makefile.intel"] == ("make", "build")  # a per-compiler make file
+    assert kinds["mk/rules.mk"] == ("make", "build")
     assert kinds[".github/workflows/ci.yml"] == ("yml", "script")
     assert report.skipped == {"binary": 1, "not UTF-8": 1, "too large": 1, "empty": 1,
                               "excluded by .gitignore (folder)": 1}

@@ -54,7 +54,8 @@ def classify_scope(rel: str, category: str) -> str:
 def _file_kind(name: str, settings: CollectSettings) -> tuple[str, str] | None:
     """(language, category) of a file known by its name or extension, else None."""
     suffix = PurePosixPath(name).suffix.lower()
-    if name in settings.build_names or suffix in settings.build_extensions:
+    if name in settings.build_names or suffix in settings.build_extensions \
+            or name.startswith(tuple(settings.build_name_prefixes)):
         return ("cmake" if "cmake" in name.lower() else "make"), "build"
     if suffix in settings.code_extensions:
         return _LANG_BY_EXT.get(suffix, "cpp"), "code"
@@ -67,7 +68,9 @@ def _file_kind(name: str, settings: CollectSettings) -> tuple[str, str] | None:
     return None
 
 
-_SHEBANG = re.compile(r"#![ \t]*(\S+)(?:[ \t]+(\S+))?")
+# An interpreter is named by its absolute path ("#!/usr/bin/env python3"); "#![...]" opens a
+# Rust inner attribute, not a script.
+_SHEBANG = re.compile(r"#![ \t]*(/\S+)(?:[ \t]+(\S+))?")
 _PROSE_CHARS = re.compile(r"[A-Za-z.,;:'\"()!?\-]")
 
 

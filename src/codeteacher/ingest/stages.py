@@ -66,6 +66,9 @@ class FileFacts(BaseModel):
     failures: int = 0  # constructs the parser failed on (ParsedFile.failures)
     failure: str = ""
     sha256: str = ""
+    # How collect classified the file when it was parsed: the chunks depend on it (kind, scope,
+    # language), so a file classified otherwise now (other collect settings) is parsed again.
+    classified_as: str = ""
 
 
 # ---- collect ------------------------------------------------------------------------------
@@ -129,6 +132,10 @@ def _load_parse_cache(cache: Path | None, signature: str):
         return {}, {}  # an unreadable cache only costs time
 
 
+def _classification(rec) -> str:
+    return f"{rec.category}/{rec.language}/{rec.scope}"
+
+
 def stage_parse(files_json: Path, out: Path, settings: Settings, cache: Path | None = None,
                 progress: bool = False) -> dict:
     """Chunks of every file (reused per file hash from `cache`). Returns counts, and under
@@ -142,7 +149,9 @@ def stage_parse(files_json: Path, out: Path, settings: Settings, cache: Path | N
     with progress_bar("parse", len(report.files), progress) as advance:
         for rec in report.files:
             old = cached_facts.get(rec.path)
-            if old is not None and old.sha256 == rec.sha256:
+            classified_as = _classification(rec)
+            if old is not None and old.sha256 == rec.sha256 \
+                    and old.classified_as == classified_as:
                 chunks.extend(cached_chunks.get(rec.path, []))
                 facts[rec.path] = old
                 stats["reused"] += 1
@@ -153,7 +162,7 @@ def stage_parse(files_json: Path, out: Path, settings: Settings, cache: Path | N
                                             leading_comment=parsed.leading_comment,
                                             parse_errors=parsed.parse_errors,
                                             failures=parsed.failures, failure=parsed.failure,
-                                            sha256=rec.sha256)
+                                            sha256=rec.sha256, classified_as=classified_as)
                 stats["parsed"] += 1
                 stats["parse_errors"] += parsed.parse_errors
             advance()

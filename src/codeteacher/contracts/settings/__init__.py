@@ -44,10 +44,15 @@ class CollectSettings(Section):
                  "AUTHORS", "CONTRIBUTING", "NOTES", "TODO", "USAGE", "BUILDING", "HACKING"],
         description="Extensionless file names (case-insensitive) indexed as plain-text docs.")
     build_names: list[str] = Field(
-        default=["CMakeLists.txt", "Makefile", "meson.build", "CMakePresets.json",
+        default=["CMakeLists.txt", "Makefile", "makefile", "meson.build", "CMakePresets.json",
                  "CMakeUserPresets.json"],
         description="Build files indexed by exact name.")
-    build_extensions: list[str] = Field(default=[".cmake"], description="Build file extensions.")
+    build_extensions: list[str] = Field(default=[".cmake", ".mk"],
+                                        description="Build file extensions.")
+    build_name_prefixes: list[str] = Field(
+        default=["Makefile.", "makefile.", "GNUmakefile"],
+        description="Build files by name prefix: per-machine or per-compiler make files "
+                    "(Makefile.intel, Makefile.openmpi) are build files like Makefile.")
     script_extensions: list[str] = Field(
         default=[".py", ".sh", ".bash", ".pl", ".jl", ".m", ".yml", ".yaml"],
         description="Scripts and configuration that ship with the code (tools, CI, analysis); "
