@@ -432,3 +432,31 @@ def test_licence_and_changelog_yield_to_code_unless_asked_about(tmp_path):
     asked = [h.chunk.path for h in engine_with(ix).search(
         "Does the licence give a warranty for the software?", k=3)]
     assert asked[0] == "LICENSE"
+
+
+def test_one_data_file_unless_the_question_asks_for_them(tmp_path):
+    # Three input decks share the question's words with the code that reads them; one deck
+    # shows the format, the others would crowd out the reader. Asked about the decks, or
+    # listing a folder, all of them come back.
+    deck = ("# input deck: {n}\ntimestep_limit 0.{n}\ncourant_number 0.{n}5\n"
+            "end_time 1.{n}\n")
+    files = {f"inputs/case{n}.deck": deck.format(n=n) for n in range(3)}
+    files["src/timestep.cpp"] = ("// Chooses the time step from the courant number and the "
+                                 "time step limit read from the input deck.\n"
+                                 "double choose_timestep(double courant, double limit) "
+                                 "{ return courant < limit ? courant : limit; }\n")
+    files["src/io.cpp"] = ("// Reads the input deck keywords.\nint read_keywords(const char* f) "
+                           "{ return f != 0; }\n")
+    ix = index_of(tmp_path, files)
+    q = "How is the time step limit and the courant number used to choose the time step?"
+    capped = [h.chunk.path for h in engine_with(ix).search(q, k=4)]
+    free = [h.chunk.path for h in engine_with(
+        ix, lambda s: setattr(s.retrieval, "max_data_files", None)).search(q, k=4)]
+    decks = lambda paths: [p for p in paths if p.endswith(".deck")]  # noqa: E731
+    assert len(decks(free)) >= 2 and len(decks(capped)) == 1
+    assert "src/timestep.cpp" in capped and "src/io.cpp" in capped
+    asked = engine_with(ix).search("Which input decks set the courant number and time step?",
+                                   k=4)
+    assert len(decks([h.chunk.path for h in asked])) >= 2
+    listed = engine_with(ix).search("time step limit", k=4, paths=["inputs"])
+    assert len(decks([h.chunk.path for h in listed])) == 3

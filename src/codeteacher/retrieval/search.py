@@ -245,10 +245,26 @@ def _mirrored(store: IndexStore, a: str, b: str, share: float) -> bool:
     return union > 2 and len(fa & fb) >= share * union
 
 
+def _is_data_file(store: IndexStore, path: str, programs: frozenset[str]) -> bool:
+    """A text file in a format of the repository's own, named by its extension (input decks
+    `in.lj`, reference outputs `*.out`, parameter files): chunked as a script (line windows)
+    in a language that is no program language. Extensionless files are not counted (run
+    scripts often have neither extension nor shebang)."""
+    memo = store.memo("data_file")
+    if path not in memo:
+        suffix = PurePosixPath(path).suffix.lower().lstrip(".")
+        langs = {store.records[i].language for i in store.members(path)
+                 if store.records[i].kind == "script"}
+        memo[path] = bool(suffix) and suffix in langs and not langs & programs
+    return memo[path]
+
+
 def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int,
            same_file_penalty: float = 0.0, max_per_name: int | None = None,
            pool_size: int = 40, replace_modules: bool = False,
-           one_of_identical: bool = False, mirror_share: float = 2.0) -> list[Candidate]:
+           one_of_identical: bool = False, mirror_share: float = 2.0,
+           max_data: int | None = None, programs: frozenset[str] = frozenset()
+           ) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file. Files with the
@@ -256,13 +272,15 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     at most `max_per_name` of its files are shown, so they do not crowd out the other files.
     For code files the name alone makes the family; other files (build scripts, input decks)
     join it only when their folders mirror each other (`_mirrored`): a CMakeLists.txt per
-    sub-folder is one build file each, a model.cmake per port folder is one answer."""
+    sub-folder is one build file each, a model.cmake per port folder is one answer. At most
+    `max_data` data files (`_is_data_file`: input decks, reference outputs) are shown."""
     chosen: list[Candidate] = []
     seen_ranges: set[tuple] = set()
     chosen_ids: set[str] = set()
     per_file: dict[str, int] = defaultdict(int)
     per_name: dict[str, set[str]] = defaultdict(set)
     copy_of: dict[str, str] = {}  # content hash -> the file shown for it
+    data_shown: set[str] = set()
     content = store.manifest.files  # path -> sha256 of the file's bytes
     pool = list(ranked[: max(4 * k, pool_size)])
     while pool and len(chosen) < k:
@@ -306,6 +324,9 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         name = _base_name(r.path)
         family = per_name[name] if _is_code_name(name) else \
             {p for p in per_name[name] if _mirrored(store, p, r.path, mirror_share)}
+        data = max_data is not None and _is_data_file(store, r.path, programs)
+        if data and r.path not in data_shown and len(data_shown) >= max_data:
+            continue
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
                 or per_file[r.path] >= max_per_file \
                 or (max_per_name and r.path not in family and len(family) >= max_per_name) \
@@ -316,6 +337,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         chosen_ids.add(r.id)
         per_file[r.path] += 1
         per_name[name].add(r.path)
+        if data:
+            data_shown.add(r.path)
         copy_of.setdefault(content.get(r.path, r.path), r.path)
         chosen.append(best)
     return chosen
@@ -420,6 +443,19 @@ def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec:
     return code[int(np.argmax(sims))]
 
 
+@lru_cache(maxsize=64)
+def _compiled(pattern: str):
+    import re
+    return re.compile(pattern)
+
+
+def _data_cap(rs, question: str) -> int | None:
+    """The data-file cap, lifted when the question asks about decks or outputs themselves."""
+    if rs.max_data_files is None or _compiled(rs.data_cue).search(question.lower()):
+        return None
+    return rs.max_data_files
+
+
 def allowed_mask(store: IndexStore, kinds: list[str] | None, paths: list[str] | None
                  ) -> np.ndarray | None:
     if not kinds and not paths:
@@ -479,7 +515,9 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         per_file = max(per_file, rs.filtered_max_per_file)
     pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
                   rs.select_pool, rs.modules_as_files and "module" not in qa.wanted,
-                  rs.one_of_identical, rs.mirror_share)
+                  rs.one_of_identical, rs.mirror_share,
+                  None if allowed is not None else _data_cap(rs, question),
+                  frozenset(rs.program_languages))
     if rs.plainest_variant:
         pool = plainest_variants(store, pool, qa.tokens, qvec, rs.port_share,
                                  settings.collect.max_file_bytes)

@@ -349,6 +349,23 @@ class RetrievalSettings(_S):
                                 "mirror each other: the folders' file-name sets overlap by at "
                                 "least this share (Jaccard), as port folders do; a CMakeLists.txt "
                                 "per sub-folder stays one file each. > 1 = off.")
+    max_data_files: int | None = Field(default=1, ge=0, description="Data files (input "
+                                       "decks, reference outputs, parameter files: text in a "
+                                       "format of the repository's own) shown at most: one "
+                                       "shows the format, more crowd out the code that reads "
+                                       "them. null = no limit.")
+    data_cue: str = Field(default=r"\b(input (decks?|files?)|decks?|sample (inputs?|outputs?)|"
+                          r"reference outputs?|output files?|parameter files?|"
+                          r"example (inputs?|files?))\b",
+                          description="Question words (regex, lower case) that ask about the "
+                          "data files themselves: the cap is lifted.")
+    program_languages: list[str] = Field(
+        default=["sh", "bash", "zsh", "csh", "tcsh", "ksh", "fish", "python", "py", "perl",
+                 "pl", "ruby", "rb", "jl", "julia", "m", "r", "lua", "tcl", "awk", "node", "js",
+                 "ts", "java", "scala", "rs", "f90", "f", "f77", "f95", "go", "bat", "cmd",
+                 "ps1", "kt", "swift", "cs", "yml", "yaml"],
+        description="Languages (as collect names them) of script files that are programs or "
+                    "CI configuration, not data files.")
     one_of_identical: bool = Field(default=True, description="Files with identical content "
                                    "(an input deck or header copied into every variant folder) "
                                    "are one answer: the best-ranked copy is shown, not each.")
