@@ -19,6 +19,7 @@ from ..contracts.settings.retrieval import (
 )
 from ..index.lexical import STOP, split_identifier, tokenize
 from ..index.lexical import stem as light_stem
+from .routing import cue_pattern
 
 HEADER_EXT = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".tpp", ".ipp"}
 SOURCE_EXT = {".c", ".cc", ".cpp", ".cxx", ".cu"}
@@ -34,11 +35,6 @@ ENTITY_KINDS_FOR = {
 }
 CODE = {"function", "method", "constructor", "destructor", "operator", "function_part", "class",
         "struct", "union", "enum", "declaration", "macro", "typedef"}
-
-
-@lru_cache(maxsize=64)
-def _cue(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
 
 
 _OPERATOR = re.compile(r"\boperator\b\s*(?=[^\w\s]|$)")
@@ -160,8 +156,8 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     w = settings.weights.model_dump()
     memo: dict[str, float] = {}
     # Licence and changelog files answer questions about the project, not about its code.
-    metadata = frozenset() if _cue(settings.metadata_cue).search(" ".join(question_tokens)) \
-        else frozenset(settings.metadata_files)
+    asks_metadata = cue_pattern(settings.metadata_cue).search(" ".join(question_tokens))
+    metadata = frozenset() if asks_metadata else frozenset(settings.metadata_files)
 
     def idf_memo(t: str) -> float:  # the same words are weighed for every candidate
         if t not in memo:

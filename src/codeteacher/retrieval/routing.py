@@ -10,19 +10,20 @@ from .query import QueryAnalysis
 
 
 @lru_cache(maxsize=256)
-def _compile(pattern: str) -> re.Pattern:
+def cue_pattern(pattern: str) -> re.Pattern:
+    """A cue regex from settings, compiled once (routing, rerank and select all ask per query)."""
     return re.compile(pattern)
 
 
 def classify(qa: QueryAnalysis, settings: RoutingSettings) -> tuple[str, str, list[str]]:
     """(intent, expansion profile, requested entity types)."""
     text = qa.question.lower().strip()
-    wanted = [t for t, pat in settings.entity_cues.items() if _compile(pat).search(text)]
+    wanted = [t for t, pat in settings.entity_cues.items() if cue_pattern(pat).search(text)]
     if not settings.enabled:
         return settings.default_intent, settings.default_profile, wanted
     file_only = bool(qa.named_files) and not qa.symbols
     for name, rule in settings.intents.items():
-        if any(_compile(c).search(text) for c in rule.cues):
+        if any(cue_pattern(c).search(text) for c in rule.cues):
             # A named file with a generic "what does ... do" asks for the file's purpose.
             if file_only and name in settings.named_file_overrides \
                     and settings.named_file_intent in settings.intents:

@@ -19,6 +19,7 @@ from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
 from .literal import match_literals
 from .query import CODE_EXT, QueryAnalysis, analyze
+from .routing import cue_pattern
 
 
 @dataclass(eq=False)  # one Candidate per record: identity is equality (and much cheaper)
@@ -443,15 +444,9 @@ def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec:
     return code[int(np.argmax(sims))]
 
 
-@lru_cache(maxsize=64)
-def _compiled(pattern: str):
-    import re
-    return re.compile(pattern)
-
-
 def _data_cap(rs, question: str) -> int | None:
     """The data-file cap, lifted when the question asks about decks or outputs themselves."""
-    if rs.max_data_files is None or _compiled(rs.data_cue).search(question.lower()):
+    if rs.max_data_files is None or cue_pattern(rs.data_cue).search(question.lower()):
         return None
     return rs.max_data_files
 
