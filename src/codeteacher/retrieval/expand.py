@@ -56,9 +56,9 @@ def _find_twins(store: IndexStore, path: str) -> list[str]:
 def _build_mentions(store: IndexStore) -> dict[str, list[int]]:
     """base name -> build records (CMake, Makefile, ...) whose text names that file; computed
     once per loaded index."""
-    cached = getattr(store, "_build_mentions", None)
-    if cached is not None:
-        return cached
+    cache = store.memo("build_mentions")
+    if "by_name" in cache:
+        return cache["by_name"]
     names = {PurePosixPath(p).name for p in store.manifest.files}
     out: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(store.records):
@@ -68,7 +68,7 @@ def _build_mentions(store: IndexStore) -> dict[str, list[int]]:
             base = PurePosixPath(word).name
             if base in names and PurePosixPath(r.path).name != base:
                 out[base].append(i)
-    store._build_mentions = out
+    cache["by_name"] = out
     return out
 
 
