@@ -117,20 +117,24 @@ int useHelper() { return helper(3) + runA() + runB(); }
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("graph")
-    repo = root / "repo"
-    for rel, text in REPO.items():
+    work, structure = _graph_of(root, REPO)
+    entities = st.stage_entities(work / L.FILES, work / L.CHUNKS, work / L.STRUCTURE,
+                                 work / L.ENTITIES)
+    return structure, entities, read_jsonl(work / L.CHUNKS, Chunk)
+
+
+def _graph_of(root, files: dict[str, str]):
+    """Collect, parse and graph a repository (root/repo) holding `files`: the stage folder
+    and the structure."""
+    repo, work = root / "repo", root / "work"
+    for rel, text in files.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
-    work = root / "work"
     work.mkdir()
     s = Settings()
     st.stage_collect(repo, work / L.FILES, s)
     st.stage_parse(work / L.FILES, work / L.CHUNKS, s)
-    structure = st.stage_graph(work / L.FILES, work / L.CHUNKS, work / L.STRUCTURE)
-    entities = st.stage_entities(work / L.FILES, work / L.CHUNKS, work / L.STRUCTURE,
-                                 work / L.ENTITIES)
-    chunks = read_jsonl(work / L.CHUNKS, Chunk)
-    return structure, entities, chunks
+    return work, st.stage_graph(work / L.FILES, work / L.CHUNKS, work / L.STRUCTURE)
 
 
 def _sym(chunks, qualified: str, path: str | None = None, declaration: bool = False) -> str:
@@ -343,15 +347,7 @@ def test_calls_to_alternatives_resolve_to_each_of_them(tmp_path):
     # A call through a base pointer may reach every override, and a function each port
     # defines is whichever port the build links: both are edges to all alternatives. Names
     # shared by unrelated classes or by file-local helpers stay unresolved.
-    repo, work = tmp_path / "repo", tmp_path / "work"
-    for rel, text in ALTERNATIVES.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    work.mkdir()
-    s = Settings()
-    st.stage_collect(repo, work / L.FILES, s)
-    st.stage_parse(work / L.FILES, work / L.CHUNKS, s)
-    structure = st.stage_graph(work / L.FILES, work / L.CHUNKS, work / L.STRUCTURE)
+    work, structure = _graph_of(tmp_path, ALTERNATIVES)
     chunks = read_jsonl(work / L.CHUNKS, Chunk)
     step = _sym(chunks, "step")
     called = {t for s_, t in _edges(structure, "call") if s_ == step}

@@ -236,18 +236,22 @@ def test_a_parallel_port_is_shown_in_its_plainest_member(index, engine):
     assert "src/device/kernels.cpp" in _kernel_files(named)
 
 
+# One routine in three ports: plain, threaded (its pragma is code of its own), and a device
+# port that is shorter but made of its backend's calls.
+_LOOP = "  for (int i = 0; i < n; ++i) {\n    u[i] = 0.5 * (u[i] + w[i]);\n  }\n"
+_REF_UPDATE = "// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n" + _LOOP + "}\n"
+_THREADED_UPDATE = ("// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n"
+                    "#pragma omp parallel for simd schedule(static)\n" + _LOOP + "}\n")
+_DEVICE_UPDATE = ("void update(double* u, double* w, int n) {\n"
+                  "  gpuLaunch(gpuGrid(n), gpuBlock(), u, w); gpuSync(); }\n")
+
 
 def test_a_port_named_by_an_abbreviated_folder_is_shown(tmp_path):
     # "the OpenMP version" names ports/omp/; the plainest port (ref) is shown otherwise.
-    loop = "  for (int i = 0; i < n; ++i) {\n    u[i] = 0.5 * (u[i] + w[i]);\n  }\n"
     files = {
-        "ports/ref/update.cpp": "// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n"
-                                + loop + "}\n",
-        "ports/gpu/update.cpp": "// Relaxes u towards w on the device.\n"
-                                "void update(double* u, double* w, int n) {\n"
-                                "  gpuLaunch(gpuGrid(n), gpuBlock(), u, w); gpuSync(); }\n",
-        "ports/omp/update.cpp": "// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n"
-                                "#pragma omp parallel for simd schedule(static)\n" + loop + "}\n",
+        "ports/ref/update.cpp": _REF_UPDATE,
+        "ports/gpu/update.cpp": "// Relaxes u towards w on the device.\n" + _DEVICE_UPDATE,
+        "ports/omp/update.cpp": _THREADED_UPDATE,
     }
     engine = Engine.load(index_of(tmp_path, files), Settings())
     shown = {h.chunk.path for h in engine.search("How does the code relax u towards w?", k=3)}
@@ -334,15 +338,10 @@ def test_a_caller_in_another_file_joins_the_evidence(tmp_path):
 def test_the_plainest_port_has_the_least_code_of_its_own(tmp_path):
     from codeteacher.retrieval.search import _plainest
 
-    loop = "  for (int i = 0; i < n; ++i) {\n    u[i] = 0.5 * (u[i] + w[i]);\n  }\n"
     files = {
-        "ports/ref/update.cpp": "// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n"
-                                + loop + "}\n",
-        # shorter, but full of its backend's own calls
-        "ports/gpu/update.cpp": "void update(double* u, double* w, int n) {\n"
-                                "  gpuLaunch(gpuGrid(n), gpuBlock(), u, w); gpuSync(); }\n",
-        "ports/threads/update.cpp": "// Relaxes u towards w.\nvoid update(double* u, double* w, int n) {\n"
-                                    "#pragma omp parallel for simd schedule(static)\n" + loop + "}\n",
+        "ports/ref/update.cpp": _REF_UPDATE,
+        "ports/gpu/update.cpp": _DEVICE_UPDATE,  # shorter, but full of its backend's own calls
+        "ports/threads/update.cpp": _THREADED_UPDATE,
     }
     store = Engine.load(index_of(tmp_path, files), Settings()).store
     assert _plainest(store, "update.cpp") == "ports/ref/update.cpp"
