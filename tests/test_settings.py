@@ -90,6 +90,19 @@ def test_unknown_expansion_profile_is_a_settings_error(tmp_path, data, key):
     assert "expansion.profiles has" in msg
 
 
+@pytest.mark.parametrize("data, key", [
+    ({"rerank": {"metadata_cue": "(licen"}}, "rerank.metadata_cue"),
+    ({"retrieval": {"data_cue": "decks?["}}, "retrieval.data_cue"),
+    ({"routing": {"entity_cues": {"file": "*.h"}}}, "routing.entity_cues.file"),
+    ({"routing": {"intents": {"testing": {"cues": [r"\\btests?\\b", "(unit"],
+                                          "profile": "wide"}}}}, "routing.intents.testing.cues.1"),
+])
+def test_bad_cue_pattern_is_a_settings_error(tmp_path, data, key):
+    """Cues compile at the first question; a broken one is named when settings load."""
+    msg = _error(_write(tmp_path, data))
+    assert f"invalid setting '{key}': not a valid regular expression" in msg, msg
+
+
 def test_bad_files(tmp_path):
     assert "not valid JSON" in _error(_write(tmp_path, "{retrieval: 1"))
     assert "JSON object" in _error(_write(tmp_path, "[1, 2]"))

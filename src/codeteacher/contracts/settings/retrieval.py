@@ -6,7 +6,25 @@ English about code (never words of a particular codebase), matched on the lower-
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+
+def _compiles(pattern: str) -> str:
+    """A cue is compiled at the first question; a bad one must fail when settings load, with
+    the field's path, not inside a query."""
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise PydanticCustomError("bad_regex", "not a valid regular expression ({err}): {pattern}",
+                                  {"err": str(e), "pattern": pattern}) from None
+    return pattern
+
+
+Regex = Annotated[str, AfterValidator(_compiles)]
 
 
 class _S(BaseModel):
@@ -14,7 +32,7 @@ class _S(BaseModel):
 
 
 class IntentRule(_S):
-    cues: list[str] = Field(description="Regular expressions on the lower-cased question.")
+    cues: list[Regex] = Field(description="Regular expressions on the lower-cased question.")
     profile: str = Field(description="Expansion profile used for this intent.")
     prefer_kinds: list[str] = Field(default_factory=list,
                                     description="Chunk kinds the answer is usually made of.")
@@ -104,7 +122,7 @@ class RoutingSettings(_S):
     named_file_overrides: list[str] = Field(default_factory=lambda: ["symbol_explanation"],
                                             description="Intents a named file (and no symbol) "
                                             "turns into named_file_intent.")
-    entity_cues: dict[str, str] = Field(
+    entity_cues: dict[str, Regex] = Field(
         default_factory=lambda: {
             "function": r"\b(function|routine|method|kernel|procedure)s?\b",
             "class": r"\b(class|struct|type|template)(es|s)?\b",
@@ -157,7 +175,7 @@ class RerankSettings(_S):
                  "news", "history", "authors", "contributors", "contributing",
                  "code_of_conduct", "citation"],
         description="File names (lower case, before the first dot) that hold project metadata.")
-    metadata_cue: str = Field(
+    metadata_cue: Regex = Field(
         default=r"\b(licen[cs]\w*|copyright|copying|changelog|changes|release|history|"
                 r"news|versions?|authors?|contribut\w*|cite|citation)\b",
         description="Question words (regex over the question's lower-case tokens) that ask "
@@ -354,7 +372,7 @@ class RetrievalSettings(_S):
                                        "format of the repository's own) shown at most: one "
                                        "shows the format, more crowd out the code that reads "
                                        "them. null = no limit.")
-    data_cue: str = Field(default=r"\b(input (decks?|files?)|decks?|sample (inputs?|outputs?)|"
+    data_cue: Regex = Field(default=r"\b(input (decks?|files?)|decks?|sample (inputs?|outputs?)|"
                           r"reference outputs?|output files?|parameter files?|"
                           r"example (inputs?|files?))\b",
                           description="Question words (regex, lower case) that ask about the "
