@@ -94,7 +94,7 @@ def test_unknown_expansion_profile_is_a_settings_error(tmp_path, data, key):
     ({"rerank": {"metadata_cue": "(licen"}}, "rerank.metadata_cue"),
     ({"retrieval": {"data_cue": "decks?["}}, "retrieval.data_cue"),
     ({"routing": {"entity_cues": {"file": "*.h"}}}, "routing.entity_cues.file"),
-    ({"routing": {"intents": {"testing": {"cues": [r"\\btests?\\b", "(unit"],
+    ({"routing": {"intents": {"testing": {"cues": [r"\btests?\b", "(unit"],
                                           "profile": "wide"}}}}, "routing.intents.testing.cues.1"),
 ])
 def test_bad_cue_pattern_is_a_settings_error(tmp_path, data, key):
