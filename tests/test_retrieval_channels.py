@@ -347,6 +347,39 @@ def test_the_plainest_port_has_the_least_code_of_its_own(tmp_path):
     assert _plainest(store, "update.cpp") == "ports/ref/update.cpp"
 
 
+def test_one_answer_stays_in_the_plainest_port_folder(tmp_path):
+    # Two port trees of one code. The threaded tree adds pragmas to most files, but its
+    # pair loop is shorter than the reference's (it skips the reference's double-count
+    # guard): per file, that one is "plainer"; per folder, the reference tree is.
+    from codeteacher.retrieval.search import _plainest, _port_plainness
+
+    guard = "    if (j <= i) continue;  // count each local pair once (third law)\n"
+    pairs = ("// Pair energies of neighbouring atoms.\ndouble pair_energy(const double* x, int n) {\n"
+             "  double e = 0;\n  for (int i = 0; i < n; ++i)\n  for (int j = 0; j < n; ++j) {\n"
+             "GUARD    e += 1.0 / ((x[i] - x[j]) * (x[i] - x[j]) + 1e-9);\n  }\n  return e;\n}\n")
+    files = {"md/base/pairs.cpp": pairs.replace("GUARD", guard),
+             "md/threads/pairs.cpp": pairs.replace("GUARD", "").replace(
+                 "  for (int i", "#pragma omp parallel for reduction(+:e)\n  for (int i")}
+    for name in ("update", "halo", "neighbours"):
+        plain = (f"// Step of the {name} phase.\nvoid {name}(double* x, int n) {{\n"
+                 f"  for (int i = 0; i < n; ++i) x[i] += 0.5;\n}}\n")
+        files[f"md/base/{name}.cpp"] = plain
+        files[f"md/threads/{name}.cpp"] = plain.replace(
+            "  for (int i", "#pragma omp parallel for schedule(static)\n  for (int i")
+    ix = index_of(tmp_path, files)
+    store = Engine.load(ix, Settings()).store
+    assert _plainest(store, "pairs.cpp") == "md/threads/pairs.cpp"  # file by file
+    assert _port_plainness(store, None) == {"md/base": 0.75, "md/threads": 0.25}
+    assert _plainest(store, "pairs.cpp", by_folder=True) == "md/base/pairs.cpp"
+    q = "Where are the pair energies of neighbouring atoms summed?"
+    shown = {h.chunk.path for h in Engine.load(ix, Settings()).search(q, k=3)}
+    assert "md/base/pairs.cpp" in shown and "md/threads/pairs.cpp" not in shown
+    off = Settings()
+    off.retrieval.plainest_port = False
+    shown = {h.chunk.path for h in Engine.load(ix, off).search(q, k=3)}
+    assert "md/threads/pairs.cpp" in shown and "md/base/pairs.cpp" not in shown
+
+
 def test_identical_copies_are_shown_once(tmp_path):
     deck = "# input deck\nlattice_constant 1.6796\ntimestep 0.005\nthermo_every 100\n"
     files = {f"{v}/in.lattice": deck for v in ("ref", "threads", "device")}

@@ -349,8 +349,8 @@ _PORT_KINDS = {"function", "method", "constructor", "destructor", "operator", "c
 
 
 def plainest_variants(store: IndexStore, chosen: list[Candidate], question_tokens: list[str],
-                      qvec: np.ndarray, share: float, max_bytes: int | None = None
-                      ) -> list[Candidate]:
+                      qvec: np.ndarray, share: float, max_bytes: int | None = None,
+                      by_folder: bool = False) -> list[Candidate]:
     """A pick from a family of parallel ports (the same file name in sibling folders, most of
     the same functions in each) is shown in its plainest member (`_plainest`): the variants
     give one answer, and the one with the least platform code teaches it best. The
@@ -361,7 +361,8 @@ def plainest_variants(store: IndexStore, chosen: list[Candidate], question_token
     shown = {store.records[c.idx].path for c in chosen}
     out = []
     for c in chosen:
-        twin = _plainest_twin(store, store.records[c.idx], asked, shown, qvec, share, max_bytes)
+        twin = _plainest_twin(store, store.records[c.idx], asked, shown, qvec, share, max_bytes,
+                              by_folder)
         if twin is None:
             out.append(c)
             continue
@@ -372,21 +373,59 @@ def plainest_variants(store: IndexStore, chosen: list[Candidate], question_token
     return out
 
 
-def _plainest(store: IndexStore, name: str, max_bytes: int | None = None) -> str | None:
+def _plainest(store: IndexStore, name: str, max_bytes: int | None = None,
+              by_folder: bool = False) -> str | None:
     """The member of a same-named family with the least code of its own: the fewest distinct
     words that fewer than half of its siblings use (backend calls, pragmas, launch syntax),
-    then the shortest. Computed once per family and loaded index."""
-    cache = store.memo("plainest")
+    then the shortest. With `by_folder`, the member in the plainest port folder
+    (`_port_plainness`) comes first, so that one answer stays in one port. Computed once per
+    family and loaded index."""
+    cache = store.memo("plainest_folder" if by_folder else "plainest")
+    if name not in cache:
+        own = _own_words(store, name, max_bytes)
+        rank = _port_plainness(store, max_bytes) if by_folder else {}
+        cache[name] = min(own, default=None, key=lambda p: (
+            -rank.get(PurePosixPath(p).parent.as_posix(), 0.0), own[p],
+            store.records[store.file_record_index(p)].end_line, p))
+    return cache[name]
+
+
+def _own_words(store: IndexStore, name: str, max_bytes: int | None) -> dict[str, int]:
+    """Per member of a same-named code family: its distinct words that fewer than half of
+    its siblings use."""
+    cache = store.memo("own_words")
     if name not in cache:
         paths = [p for p in store.by_basename.get(name, []) if store.file_record_index(p)
                  is not None]
         words = {p: set(tokenize(_file_text(store, p, max_bytes))) for p in paths}
         used = Counter(t for ws in words.values() for t in ws)
         half = len(paths) / 2
-        cache[name] = min(paths, default=None, key=lambda p: (
-            sum(1 for t in words[p] if used[t] - 1 < half),
-            store.records[store.file_record_index(p)].end_line, p))
+        cache[name] = {p: sum(1 for t in words[p] if used[t] - 1 < half) for p in paths}
     return cache[name]
+
+
+def _port_plainness(store: IndexStore, max_bytes: int | None) -> dict[str, float]:
+    """Per folder holding members of same-named code families: the share of those families
+    in which its member is the plainest. A port is a folder, and the reference port (the
+    serial or base version the others add platform code to) is plainest in most of its
+    files, even where one file of another port happens to be shorter."""
+    memo = store.memo("port_plainness")
+    if not memo:
+        wins: Counter = Counter()
+        seen: Counter = Counter()
+        for name, paths in store.by_basename.items():
+            if len(paths) < 2 or not _is_code_name(name):
+                continue
+            own = _own_words(store, name, max_bytes)
+            if len(own) < 2:
+                continue
+            best = min(own, key=lambda p: (own[p], store.records[store.file_record_index(p)]
+                                           .end_line, p))
+            for p in own:
+                seen[PurePosixPath(p).parent.as_posix()] += 1
+            wins[PurePosixPath(best).parent.as_posix()] += 1
+        memo.update({f: wins[f] / n for f, n in seen.items()})
+    return memo
 
 
 def _file_text(store: IndexStore, path: str, max_bytes: int | None) -> str:
@@ -411,7 +450,7 @@ def _in_order(short: str, word: str) -> bool:
 
 
 def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: np.ndarray,
-                   share: float, max_bytes: int | None) -> int | None:
+                   share: float, max_bytes: int | None, by_folder: bool) -> int | None:
     name = _base_name(r.path)
     family = [p for p in store.by_basename.get(name, []) if p != r.path]
     if not family or not _is_code_name(name):
@@ -427,7 +466,8 @@ def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec:
 
     if named(r.path):
         return None
-    plain = next((p for p in family if named(p)), None) or _plainest(store, name, max_bytes)
+    plain = next((p for p in family if named(p)), None) or _plainest(store, name, max_bytes,
+                                                                      by_folder)
     if plain is None or plain == r.path or plain in shown:
         return None
     code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
@@ -515,7 +555,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                   frozenset(rs.program_languages))
     if rs.plainest_variant:
         pool = plainest_variants(store, pool, qa.tokens, qvec, rs.port_share,
-                                 settings.collect.max_file_bytes)
+                                 settings.collect.max_file_bytes, rs.plainest_port)
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

@@ -394,6 +394,10 @@ class RetrievalSettings(_S):
                                    "the question names the picked one's folder: one answer, "
                                    "taught by its plainest version (recall@5 +0.067 on the dev "
                                    "corpus with ports; the others have no such families).")
+    plainest_port: bool = Field(default=True, description="The plainest member is taken "
+                                "from the plainest port folder (the folder plainest in most of "
+                                "the families it is part of), so that one answer stays in one "
+                                "port instead of mixing ports file by file.")
     port_share: float = Field(default=0.5, ge=0, le=1, description="Share of the shortest "
                               "file's functions the picked file must define too for the two to "
                               "be ports of one thing (not unrelated files sharing a name).")
