@@ -54,6 +54,7 @@ ABLATIONS = {
     "no file channel": {"retrieval.file_channel.enabled": False},
     "no name family cap": {"retrieval.max_per_name": None},
     "no plainest port": {"retrieval.plainest_variant": False},
+    "no plainest port folder": {"retrieval.plainest_port": False},
     "no mirrored-folder family": {"retrieval.mirror_share": 2.0},
     "no identical-copy merge": {"retrieval.one_of_identical": False},
     "no callers elsewhere": {f"expansion.profiles.{p}.callers": 0
@@ -162,7 +163,7 @@ def fused_peer(engine: Engine, question: str, k: int) -> list[str]:
 
 def evaluate_ours(engine: Engine, qset: QuestionSet, gold: dict) -> dict:
     per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    latencies, misses = [], []
+    latencies, misses, tops = [], [], {}
     for q in qset.questions:
         t0 = time.perf_counter()
         hits = engine.search(q["question"], k=K_MAX)
@@ -171,13 +172,15 @@ def evaluate_ours(engine: Engine, qset: QuestionSet, gold: dict) -> dict:
         if not g:
             continue
         got = [qset.key(h.chunk.path) for h in hits]
+        tops[q["id"]] = got
         _add(per_cat, q["category"], g, got)
         if _recall(g, got, 5) < 1:
             misses.append({"id": q["id"], "gold": g, "top5": got[:5],
                            "why": [h.why[:3] for h in hits[:5]]})
     lat = sorted(latencies)
     return {"recall": _means(per_cat), "p50_ms": round(lat[len(lat) // 2], 1),
-            "p95_ms": round(lat[max(0, int(len(lat) * 0.95) - 1)], 1), "misses": misses}
+            "p95_ms": round(lat[max(0, int(len(lat) * 0.95) - 1)], 1), "misses": misses,
+            "tops": tops}
 
 
 def evaluate(engine: Engine, questions: list[dict], refs: dict[str, str]) -> dict:
