@@ -466,6 +466,34 @@ def test_licence_and_changelog_yield_to_code_unless_asked_about(tmp_path):
     assert asked[0] == "LICENSE"
 
 
+def test_threads_questions_favour_the_code_that_shares_the_work(tmp_path):
+    # Two routines sum the same field; only one splits the loop among threads. A question
+    # about threads marks (and lifts) that one; a build question naming threads does not.
+    loop = "  for (int i = 0; i < n; ++i) s += v[i];\n  return s;\n}\n"
+    files = {
+        "src/sum_plain.cpp": "// Adds up the cell energies of the field.\n"
+                             "double energy_total(const double* v, int n) {\n  double s = 0;\n"
+                             + loop,
+        "src/sum_shared.cpp": "// Adds up the cell energies of the field.\n"
+                              "double energy_sum(const double* v, int n) {\n  double s = 0;\n"
+                              "#pragma omp parallel for reduction(+:s)\n" + loop,
+    }
+    ix = index_of(tmp_path, files)
+
+    def marked(q, change=None):
+        hits = engine_with(ix, change).search(q, k=2)
+        return [h.chunk.path for h in hits], {h.chunk.path for h in hits
+                                               if any("parallel_code" in w for w in h.why)}
+
+    threads = "How are the cell energies of the field added up across threads?"
+    top, par = marked(threads)
+    assert par == {"src/sum_shared.cpp"} and top[0] == "src/sum_shared.cpp", top
+    top_off, par_off = marked(threads, lambda s: setattr(s.rerank.weights, "parallel_code", 0.0))
+    assert not par_off
+    assert marked("Where are the cell energies of the field added up?")[1] == set()
+    assert marked("How do I build the field energy sum with OpenMP threads?")[1] == set()
+
+
 def test_one_data_file_unless_the_question_asks_for_them(tmp_path):
     # Three input decks share the question's words with the code that reads them; one deck
     # shows the format, the others would crowd out the reader. Asked about the decks, or

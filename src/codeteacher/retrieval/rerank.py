@@ -101,7 +101,7 @@ def _file_stem(path: str) -> str:
 def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              wanted: list[str], same_file: int, trivial_lines: int, idf,
              flow_min_calls: int = 3, support_cap: int = 3,
-             metadata: frozenset[str] = frozenset()) -> dict[str, float]:
+             metadata: frozenset[str] = frozenset(), parallel=None) -> dict[str, float]:
     """Named facts about one candidate; `metadata` holds the project-metadata file names
     (licence, changelog) when the question does not ask about them."""
     f: dict[str, float] = {}
@@ -141,6 +141,8 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         f["off_scope"] = 1.0
     if metadata and _file_stem(c.path) in metadata:
         f["project_metadata"] = 1.0
+    if parallel is not None and c.kind in CODE and parallel.search(c.text):
+        f["parallel_code"] = 1.0
     return f
 
 
@@ -158,6 +160,10 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     # Licence and changelog files answer questions about the project, not about its code.
     asks_metadata = cue_pattern(settings.metadata_cue).search(" ".join(question_tokens))
     metadata = frozenset() if asks_metadata else frozenset(settings.metadata_files)
+    # Questions about threads, ranks or devices are answered by the code that shares the work.
+    parallel = cue_pattern(settings.parallel_constructs) if settings.weights.parallel_code \
+        and intent not in settings.parallel_skip_intents \
+        and cue_pattern(settings.parallel_cue).search(" ".join(question_tokens)) else None
 
     def idf_memo(t: str) -> float:  # the same words are weighed for every candidate
         if t not in memo:
@@ -168,7 +174,7 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
         r = records[c.idx]
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
                          settings.trivial_lines, idf_memo, settings.flow_min_calls,
-                         settings.file_support_cap, metadata)
+                         settings.file_support_cap, metadata, parallel)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta

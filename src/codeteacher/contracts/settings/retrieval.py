@@ -159,6 +159,10 @@ class RerankWeights(_S):
                               "declarations, one-line accessors, include lists.")
     off_scope: float = Field(default=-0.02, description="Test, build and example chunks when "
                              "the question is not about them.")
+    parallel_code: float = Field(default=0.01, description="Code that runs in parallel "
+                                 "(parallel_constructs) when the question asks how work is "
+                                 "shared among threads, ranks or devices (parallel_cue): "
+                                 "recall@5 up on three held-aside corpora, level on the rest.")
     project_metadata: float = Field(default=-0.02, description="Licence, changelog, authors "
                                     "and similar files when the question is not about them: "
                                     "they describe the project, not its code (recall@5 up on "
@@ -180,6 +184,24 @@ class RerankSettings(_S):
                 r"news|versions?|authors?|contribut\w*|cite|citation)\b",
         description="Question words (regex over the question's lower-case tokens) that ask "
                     "about project metadata.")
+    parallel_cue: Regex = Field(
+        default=r"\b(threads?|threaded|threading|multithread\w*|openmp|omp|ranks?|gpus?|"
+                r"races?|racing|atomic\w*|parallel\w*|concurren\w*|simd|vectori[sz]\w*|"
+                r"offload\w*|kernels? launch\w*|reductions?|synchroni[sz]\w*)\b",
+        description="Question words (regex over the question's lower-case tokens) that ask "
+                    "how work is shared among threads, ranks or devices.")
+    parallel_skip_intents: list[str] = Field(
+        default=["api_usage", "build_install"],
+        description="Intents whose questions name threads or ranks to say how to run or "
+                    "build (\"on two MPI ranks\", \"with MPI and OpenMP\"): their answer is the "
+                    "docs and build files, not the parallel code.")
+    parallel_constructs: Regex = Field(
+        default=r"#\s*pragma\s+(omp|acc)\b|\bMPI_[A-Z][a-z_]+\s*\(|\batomic|"
+                r"\b__syncthreads\b|\b__global__\b|<<<|\bparallel_(for|reduce|scan)\b|"
+                r"\bstd::(thread|async)\b|\bomp_get_\w+|\bsycl::|\bcuda[A-Z]\w+\s*\(|"
+                r"\bhip[A-Z]\w+\s*\(",
+        description="Code that runs or coordinates parallel work: OpenMP/OpenACC pragmas, MPI "
+                    "calls, atomics, GPU kernels and launches, parallel-for patterns, threads.")
     trivial_lines: int = Field(default=2, description="Code chunks this short without a comment "
                                "count as low-signal.")
     flow_min_calls: int = Field(default=3, description="Calls that make a function a flow "
