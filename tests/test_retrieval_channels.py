@@ -380,6 +380,31 @@ def test_one_answer_stays_in_the_plainest_port_folder(tmp_path):
     assert "md/threads/pairs.cpp" in shown and "md/base/pairs.cpp" not in shown
 
 
+def test_a_port_folders_build_file_is_shown_in_the_plainest_or_the_named_port(tmp_path):
+    # Each port folder has its own Makefile; the device one shares most words with the
+    # question. The reference port is the plainest folder (its update.cpp has no code of its
+    # own), so its Makefile is shown, unless the question names another port.
+    files = {"ports/ref/update.cpp": _REF_UPDATE, "ports/omp/update.cpp": _THREADED_UPDATE,
+             "ports/gpu/update.cpp": _DEVICE_UPDATE}
+    for port, extra in (("ref", ""), ("omp", " -fopenmp"),
+                        ("gpu", " -gpu-arch=native # compiler flags of the build")):
+        files[f"ports/{port}/Makefile"] = (f"# Compiler flags of the build.\nCXXFLAGS = -O3{extra}\n"
+                                           f"update: update.cpp\n\t$(CXX) $(CXXFLAGS) -o $@ $<\n")
+    for port, text in (("ref", _REF_UPDATE), ("omp", _THREADED_UPDATE), ("gpu", _DEVICE_UPDATE)):
+        files[f"ports/{port}/relax.cpp"] = text.replace("update(", "relax(")
+    ix = index_of(tmp_path, files)
+
+    def makefiles(q, change=None):
+        return [h.chunk.path for h in engine_with(ix, change).search(q, k=4)
+                if h.chunk.path.endswith("Makefile")]
+
+    q = "Which compiler flags does the build use?"
+    off = makefiles(q, lambda s: setattr(s.retrieval, "plainest_port", False))
+    assert off == ["ports/gpu/Makefile"], off
+    assert makefiles(q) == ["ports/ref/Makefile"]
+    assert makefiles("Which compiler flags does the OpenMP build use?") == ["ports/omp/Makefile"]
+
+
 def test_identical_copies_are_shown_once(tmp_path):
     deck = "# input deck\nlattice_constant 1.6796\ntimestep 0.005\nthermo_every 100\n"
     files = {f"{v}/in.lattice": deck for v in ("ref", "threads", "device")}

@@ -453,8 +453,11 @@ def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec:
                    share: float, max_bytes: int | None, by_folder: bool) -> int | None:
     name = _base_name(r.path)
     family = [p for p in store.by_basename.get(name, []) if p != r.path]
-    if not family or not _is_code_name(name):
+    if not family:
         return None
+    if not _is_code_name(name):
+        return _plainest_port_file(store, r, family, asked, shown, share, qvec, max_bytes) \
+            if by_folder else None
     # A port the question names ("the OpenMP version": folder omp) is the one shown; else the
     # plainest member.
     folders = {p: set(tokenize(PurePosixPath(p).parent.as_posix())) for p in [r.path, *family]}
@@ -482,6 +485,43 @@ def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec:
         return store.file_record_index(plain)
     sims = np.asarray(store.vectors[code]) @ qvec
     return code[int(np.argmax(sims))]
+
+
+def _plainest_port_file(store: IndexStore, r, family: list[str], asked: set[str],
+                        shown: set[str], share: float, qvec: np.ndarray,
+                        max_bytes: int | None) -> int | None:
+    """A build script or deck of a port folder (same name in mirrored folders) is shown in
+    the copy of the port the question names, else in the plainest port folder's copy."""
+    rank = _port_plainness(store, max_bytes)
+    parent = lambda p: PurePosixPath(p).parent.as_posix()  # noqa: E731
+    if parent(r.path) not in rank:
+        return None
+    ports = [p for p in family if parent(p) in rank and _mirrored(store, p, r.path, share)]
+    if not ports:
+        return None
+    folders = {p: set(tokenize(parent(p))) for p in [r.path, *ports]}
+    common = set.intersection(*folders.values())
+
+    def named(p: str) -> bool:
+        own = folders[p] - common
+        return bool(own & asked) or any(abbreviates(f, w) for f in own for w in asked)
+
+    if named(r.path):
+        return None
+    best = next((p for p in ports if named(p)), None)
+    if best is None:
+        best = max(ports, key=lambda p: rank[parent(p)])
+        if rank[parent(best)] <= rank[parent(r.path)]:
+            return None
+    if best in shown:
+        return None
+    if r.kind == "file":
+        return store.file_record_index(best)
+    inner = [i for i in store.members(best) if store.records[i].kind != "file"]
+    if not inner:
+        return store.file_record_index(best)
+    sims = np.asarray(store.vectors[inner]) @ qvec
+    return inner[int(np.argmax(sims))]
 
 
 def _data_cap(rs, question: str) -> int | None:

@@ -419,7 +419,9 @@ class RetrievalSettings(_S):
     plainest_port: bool = Field(default=True, description="The plainest member is taken "
                                 "from the plainest port folder (the folder plainest in most of "
                                 "the families it is part of), so that one answer stays in one "
-                                "port instead of mixing ports file by file.")
+                                "port instead of mixing ports file by file. A build script "
+                                "or deck of a port folder (same name, mirrored folders) is "
+                                "shown in the named port's or the plainest port's copy too.")
     port_share: float = Field(default=0.5, ge=0, le=1, description="Share of the shortest "
                               "file's functions the picked file must define too for the two to "
                               "be ports of one thing (not unrelated files sharing a name).")
