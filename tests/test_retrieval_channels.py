@@ -261,6 +261,33 @@ def test_a_port_named_by_an_abbreviated_folder_is_shown(tmp_path):
     assert "ports/omp/update.cpp" in shown and "ports/ref/update.cpp" not in shown
 
 
+def test_a_technology_every_port_uses_does_not_name_a_port(tmp_path):
+    # Each port's exchange calls MPI; one port's folder is called mpi-spec. "between MPI
+    # ranks" asks how the code exchanges, not for that port; naming the port still works, and
+    # so does a folder word the other ports use only in passing (one comment each).
+    send = ("// Sends the boundary atoms to the neighbour ranks.\n"
+            "void exchange(double* x, int n, int nbr) {\n"
+            "  MPI_Send(x, n, MPI_DOUBLE, nbr, 0, MPI_COMM_WORLD);\n"
+            "  MPI_Recv(x, n, MPI_DOUBLE, nbr, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n}\n")
+    files = {"md/ref/comm.cpp": send,
+             "md/mpi-spec/comm.cpp": send.replace("{\n", "{\n  MPI_Barrier(MPI_COMM_WORLD);\n"
+                                                  "  spec_snapshot(x, n);\n", 1),
+             "md/omp/comm.cpp": send.replace("{\n", "{\n#pragma omp single\n#pragma omp flush\n"
+                                             "  // omp: one thread talks to MPI\n", 1)}
+    for port in ("ref", "mpi-spec"):
+        files[f"md/{port}/comm.cpp"] += "// (no omp here)\n"
+    ix = index_of(tmp_path, files)
+
+    def shown(q):
+        return {h.chunk.path for h in engine_with(ix).search(q, k=3)
+                if h.chunk.path.endswith("comm.cpp")}
+
+    assert shown("How are the boundary atoms sent between MPI ranks?") == {"md/ref/comm.cpp"}
+    assert shown("How does the mpi-spec version send the boundary atoms?") == \
+        {"md/mpi-spec/comm.cpp"}
+    assert shown("How does the OpenMP version send the boundary atoms?") == {"md/omp/comm.cpp"}
+
+
 def test_folder_abbreviations():
     from codeteacher.retrieval.search import abbreviates
 

@@ -390,18 +390,49 @@ def _plainest(store: IndexStore, name: str, max_bytes: int | None = None,
     return cache[name]
 
 
+def _member_words(store: IndexStore, name: str, max_bytes: int | None) -> dict[str, Counter]:
+    """Per indexed member of a same-named family: the counts of the words of its text."""
+    cache = store.memo("member_words")
+    if name not in cache:
+        paths = [p for p in store.by_basename.get(name, []) if store.file_record_index(p)
+                 is not None]
+        cache[name] = {p: Counter(tokenize(_file_text(store, p, max_bytes))) for p in paths}
+    return cache[name]
+
+
 def _own_words(store: IndexStore, name: str, max_bytes: int | None) -> dict[str, int]:
     """Per member of a same-named code family: its distinct words that fewer than half of
     its siblings use."""
     cache = store.memo("own_words")
     if name not in cache:
-        paths = [p for p in store.by_basename.get(name, []) if store.file_record_index(p)
-                 is not None]
-        words = {p: set(tokenize(_file_text(store, p, max_bytes))) for p in paths}
+        words = _member_words(store, name, max_bytes)
         used = Counter(t for ws in words.values() for t in ws)
-        half = len(paths) / 2
-        cache[name] = {p: sum(1 for t in words[p] if used[t] - 1 < half) for p in paths}
+        half = len(words) / 2
+        cache[name] = {p: sum(1 for t in ws if used[t] - 1 < half) for p, ws in words.items()}
     return cache[name]
+
+
+def _port_namer(store: IndexStore, members: list[str], asked: set[str],
+                max_bytes: int | None):
+    """`named(p)`: the question names member p's port folder: a word of its folder that the
+    other members' folders lack is a question word, or abbreviates one ('omp' / 'openmp').
+    A folder word that the other members' texts typically use at least half as often names
+    what every port does (MPI calls in each port's comm.cpp), not this port ("on MPI ranks" is
+    no request for the mpi-spec/ port)."""
+    folders = {p: set(tokenize(PurePosixPath(p).parent.as_posix())) for p in members}
+    common = set.intersection(*folders.values())
+    texts = _member_words(store, PurePosixPath(members[0]).name, max_bytes)
+
+    def shared(p: str, word: str) -> bool:
+        others = sorted(ws[word] for q, ws in texts.items() if q != p)
+        typical = others[len(others) // 2] if others else 0
+        return typical > 0 and 2 * typical >= texts.get(p, Counter())[word]
+
+    def named(p: str) -> bool:
+        own = folders[p] - common
+        return any((f in asked or any(abbreviates(f, w) for w in asked)) and not shared(p, f)
+                   for f in own)
+    return named
 
 
 def _port_plainness(store: IndexStore, max_bytes: int | None) -> dict[str, float]:
@@ -460,13 +491,7 @@ def _plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec:
             if by_folder else None
     # A port the question names ("the OpenMP version": folder omp) is the one shown; else the
     # plainest member.
-    folders = {p: set(tokenize(PurePosixPath(p).parent.as_posix())) for p in [r.path, *family]}
-    common = set.intersection(*folders.values())
-
-    def named(p: str) -> bool:
-        own = folders[p] - common
-        return bool(own & asked) or any(abbreviates(f, w) for f in own for w in asked)
-
+    named = _port_namer(store, [r.path, *family], asked, max_bytes)
     if named(r.path):
         return None
     plain = next((p for p in family if named(p)), None) or _plainest(store, name, max_bytes,
@@ -499,13 +524,7 @@ def _plainest_port_file(store: IndexStore, r, family: list[str], asked: set[str]
     ports = [p for p in family if parent(p) in rank and _mirrored(store, p, r.path, share)]
     if not ports:
         return None
-    folders = {p: set(tokenize(parent(p))) for p in [r.path, *ports]}
-    common = set.intersection(*folders.values())
-
-    def named(p: str) -> bool:
-        own = folders[p] - common
-        return bool(own & asked) or any(abbreviates(f, w) for f in own for w in asked)
-
+    named = _port_namer(store, [r.path, *ports], asked, max_bytes)
     if named(r.path):
         return None
     best = next((p for p in ports if named(p)), None)
