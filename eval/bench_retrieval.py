@@ -56,6 +56,7 @@ ABLATIONS = {
     "no plainest port": {"retrieval.plainest_variant": False},
     "no plainest port folder": {"retrieval.plainest_port": False},
     "no parallel-code cue": {"rerank.weights.parallel_code": 0.0},
+    "no document cap": {"retrieval.max_doc_files": None},
     "no mirrored-folder family": {"retrieval.mirror_share": 2.0},
     "no identical-copy merge": {"retrieval.one_of_identical": False},
     "no callers elsewhere": {f"expansion.profiles.{p}.callers": 0

@@ -546,6 +546,31 @@ def test_threads_questions_favour_the_code_that_shares_the_work(tmp_path):
     assert marked("How do I build the field energy sum with OpenMP threads?")[1] == set()
 
 
+def test_two_documents_unless_the_question_asks_for_documentation(tmp_path):
+    # Four notes describe the restart files in the question's words; the code that writes
+    # them says less in prose. Two notes leave room for the code.
+    files = {f"docs/notes_{n}.md": f"# Restart files ({n})\n\nThe solver writes restart files "
+                                   f"of the field state every few steps, part {n}.\n"
+             for n in range(4)}
+    files["src/restart.cpp"] = ("// Writes the field state to a restart file.\n"
+                                "void write_restart(const double* u, int n) { (void)u; (void)n; }\n")
+    files["src/other.cpp"] = "// Unrelated helper.\nint twice(int a) { return 2 * a; }\n"
+    ix = index_of(tmp_path, files)
+
+    def docs(q, change=None):
+        hits = engine_with(ix, change).search(q, k=5)
+        return [h.chunk.path for h in hits if h.chunk.path.startswith("docs/")], \
+            [h.chunk.path for h in hits]
+
+    shown, top = docs("How does the solver write restart files of the field state?")
+    assert len(shown) == 2 and "src/restart.cpp" in top, top
+    free, _ = docs("How does the solver write restart files of the field state?",
+                   lambda s: setattr(s.retrieval, "max_doc_files", None))
+    assert len(free) >= 3
+    asked, _ = docs("Which documentation describes the restart files of the field state?")
+    assert len(asked) >= 3
+
+
 def test_one_data_file_unless_the_question_asks_for_them(tmp_path):
     # Three input decks share the question's words with the code that reads them; one deck
     # shows the format, the others would crowd out the reader. Asked about the decks, or

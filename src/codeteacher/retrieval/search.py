@@ -264,8 +264,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
            same_file_penalty: float = 0.0, max_per_name: int | None = None,
            pool_size: int = 40, replace_modules: bool = False,
            one_of_identical: bool = False, mirror_share: float = 2.0,
-           max_data: int | None = None, programs: frozenset[str] = frozenset()
-           ) -> list[Candidate]:
+           max_data: int | None = None, programs: frozenset[str] = frozenset(),
+           max_docs: int | None = None) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file. Files with the
@@ -282,6 +282,7 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     per_name: dict[str, set[str]] = defaultdict(set)
     copy_of: dict[str, str] = {}  # content hash -> the file shown for it
     data_shown: set[str] = set()
+    docs_shown: set[str] = set()
     content = store.manifest.files  # path -> sha256 of the file's bytes
     pool = list(ranked[: max(4 * k, pool_size)])
     while pool and len(chosen) < k:
@@ -328,6 +329,9 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         data = max_data is not None and _is_data_file(store, r.path, programs)
         if data and r.path not in data_shown and len(data_shown) >= max_data:
             continue
+        doc = max_docs is not None and r.scope == "docs"
+        if doc and r.path not in docs_shown and len(docs_shown) >= max_docs:
+            continue
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
                 or per_file[r.path] >= max_per_file \
                 or (max_per_name and r.path not in family and len(family) >= max_per_name) \
@@ -340,6 +344,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         per_name[name].add(r.path)
         if data:
             data_shown.add(r.path)
+        if doc:
+            docs_shown.add(r.path)
         copy_of.setdefault(content.get(r.path, r.path), r.path)
         chosen.append(best)
     return chosen
@@ -611,7 +617,9 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                   rs.select_pool, rs.modules_as_files and "module" not in qa.wanted,
                   rs.one_of_identical, rs.mirror_share,
                   None if allowed is not None else _data_cap(rs, question),
-                  frozenset(rs.program_languages))
+                  frozenset(rs.program_languages),
+                  None if allowed is not None or "documentation" in qa.wanted
+                  else rs.max_doc_files)
     if rs.plainest_variant:
         pool = plainest_variants(store, pool, qa.tokens, qvec, rs.port_share,
                                  settings.collect.max_file_bytes, rs.plainest_port)

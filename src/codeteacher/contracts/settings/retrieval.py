@@ -394,6 +394,11 @@ class RetrievalSettings(_S):
                                        "format of the repository's own) shown at most: one "
                                        "shows the format, more crowd out the code that reads "
                                        "them. null = no limit.")
+    max_doc_files: int | None = Field(default=2, ge=0, description="Document files shown "
+                                      "at most unless the question asks for documentation "
+                                      "(routing.entity_cues): two leave room for the code they "
+                                      "describe (recall up on three held-aside corpora at @5 "
+                                      "or @10, level on the rest). null = no limit.")
     data_cue: Regex = Field(default=r"\b(input (decks?|files?)|decks?|sample (inputs?|outputs?)|"
                           r"reference outputs?|output files?|parameter files?|"
                           r"example (inputs?|files?))\b",
