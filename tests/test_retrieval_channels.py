@@ -432,6 +432,21 @@ def test_a_port_folders_build_file_is_shown_in_the_plainest_or_the_named_port(tm
     assert makefiles("Which compiler flags does the OpenMP build use?") == ["ports/omp/Makefile"]
 
 
+def test_identical_port_files_do_not_decide_the_plainest_port(tmp_path):
+    # Most files of the two trees are identical copies; the one that differs decides. The
+    # copies must not count as wins for whichever folder sorts first (alt/ < ref/).
+    from codeteacher.retrieval.search import _plainest, _port_plainness
+
+    files = {f"md/{tree}/{name}.cpp": f"// Step {name}.\nvoid {name}(double* x, int n) {{\n"
+                                      f"  for (int i = 0; i < n; ++i) x[i] += 1.0;\n}}\n"
+             for tree in ("alt", "ref") for name in ("halo", "pack", "unpack")}
+    files["md/ref/stencil.cpp"] = _REF_UPDATE
+    files["md/alt/stencil.cpp"] = _THREADED_UPDATE
+    store = Engine.load(index_of(tmp_path, files), Settings()).store
+    assert _port_plainness(store, None) == {"md/alt": 0.375, "md/ref": 0.625}
+    assert _plainest(store, "halo.cpp", by_folder=True) == "md/ref/halo.cpp"
+
+
 def test_identical_copies_are_shown_once(tmp_path):
     deck = "# input deck\nlattice_constant 1.6796\ntimestep 0.005\nthermo_every 100\n"
     files = {f"{v}/in.lattice": deck for v in ("ref", "threads", "device")}

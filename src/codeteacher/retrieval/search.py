@@ -443,7 +443,7 @@ def _port_namer(store: IndexStore, members: list[str], asked: set[str],
 
 def _port_plainness(store: IndexStore, max_bytes: int | None) -> dict[str, float]:
     """Per folder holding members of same-named code families: the share of those families
-    in which its member is the plainest. A port is a folder, and the reference port (the
+    in which its member is the plainest (equally plain members share the win). A port is a folder, and the reference port (the
     serial or base version the others add platform code to) is plainest in most of its
     files, even where one file of another port happens to be shorter."""
     memo = store.memo("port_plainness")
@@ -456,11 +456,13 @@ def _port_plainness(store: IndexStore, max_bytes: int | None) -> dict[str, float
             own = _own_words(store, name, max_bytes)
             if len(own) < 2:
                 continue
-            best = min(own, key=lambda p: (own[p], store.records[store.file_record_index(p)]
-                                           .end_line, p))
+            # Members equally plain (identical copies, most often) share the win: a tie
+            # broken by path would crown whichever folder sorts first.
+            tied = [p for p in own if own[p] == min(own.values())]
             for p in own:
                 seen[PurePosixPath(p).parent.as_posix()] += 1
-            wins[PurePosixPath(best).parent.as_posix()] += 1
+            for p in tied:
+                wins[PurePosixPath(p).parent.as_posix()] += 1 / len(tied)
         memo.update({f: wins[f] / n for f, n in seen.items()})
     return memo
 
