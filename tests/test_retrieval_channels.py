@@ -289,7 +289,7 @@ def test_a_technology_every_port_uses_does_not_name_a_port(tmp_path):
 
 
 def test_folder_abbreviations():
-    from codeteacher.retrieval.search import abbreviates
+    from codeteacher.retrieval.ports import abbreviates
 
     assert abbreviates("omp", "openmp") and abbreviates("std", "standard")
     assert not abbreviates("acc", "accumulate")  # last letters differ
@@ -363,7 +363,7 @@ def test_a_caller_in_another_file_joins_the_evidence(tmp_path):
 
 
 def test_the_plainest_port_has_the_least_code_of_its_own(tmp_path):
-    from codeteacher.retrieval.search import _plainest
+    from codeteacher.retrieval.ports import _plainest
 
     files = {
         "ports/ref/update.cpp": _REF_UPDATE,
@@ -378,7 +378,7 @@ def test_one_answer_stays_in_the_plainest_port_folder(tmp_path):
     # Two port trees of one code. The threaded tree adds pragmas to most files, but its
     # pair loop is shorter than the reference's (it skips the reference's double-count
     # guard): per file, that one is "plainer"; per folder, the reference tree is.
-    from codeteacher.retrieval.search import _plainest, _port_plainness
+    from codeteacher.retrieval.ports import _plainest, _port_plainness
 
     guard = "    if (j <= i) continue;  // count each local pair once (third law)\n"
     pairs = ("// Pair energies of neighbouring atoms.\ndouble pair_energy(const double* x, int n) {\n"
@@ -435,7 +435,7 @@ def test_a_port_folders_build_file_is_shown_in_the_plainest_or_the_named_port(tm
 def test_identical_port_files_do_not_decide_the_plainest_port(tmp_path):
     # Most files of the two trees are identical copies; the one that differs decides. The
     # copies must not count as wins for whichever folder sorts first (alt/ < ref/).
-    from codeteacher.retrieval.search import _plainest, _port_plainness
+    from codeteacher.retrieval.ports import _plainest, _port_plainness
 
     files = {f"md/{tree}/{name}.cpp": f"// Step {name}.\nvoid {name}(double* x, int n) {{\n"
                                       f"  for (int i = 0; i < n; ++i) x[i] += 1.0;\n}}\n"
