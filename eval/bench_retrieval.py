@@ -55,6 +55,7 @@ ABLATIONS = {
     "no name family cap": {"retrieval.max_per_name": None},
     "no plainest port": {"retrieval.plainest_variant": False},
     "no plainest port folder": {"retrieval.plainest_port": False},
+    "no device-code rule": {"retrieval.device_constructs": ""},
     "no parallel-code cue": {"rerank.weights.parallel_code": 0.0},
     "no document cap": {"retrieval.max_doc_files": None},
     "no mirrored-folder family": {"retrieval.mirror_share": 2.0},

@@ -378,7 +378,7 @@ def test_one_answer_stays_in_the_plainest_port_folder(tmp_path):
     # Two port trees of one code. The threaded tree adds pragmas to most files, but its
     # pair loop is shorter than the reference's (it skips the reference's double-count
     # guard): per file, that one is "plainer"; per folder, the reference tree is.
-    from codeteacher.retrieval.ports import _plainest, _port_plainness
+    from codeteacher.retrieval.ports import PortRules, _plainest, _port_plainness
 
     guard = "    if (j <= i) continue;  // count each local pair once (third law)\n"
     pairs = ("// Pair energies of neighbouring atoms.\ndouble pair_energy(const double* x, int n) {\n"
@@ -396,8 +396,9 @@ def test_one_answer_stays_in_the_plainest_port_folder(tmp_path):
     ix = index_of(tmp_path, files)
     store = Engine.load(ix, Settings()).store
     assert _plainest(store, "pairs.cpp") == "md/threads/pairs.cpp"  # file by file
-    assert _port_plainness(store, None) == {"md/base": 0.75, "md/threads": 0.25}
-    assert _plainest(store, "pairs.cpp", by_folder=True) == "md/base/pairs.cpp"
+    assert _port_plainness(store, PortRules()) == {"md/base": (1.0, 0.75),
+                                                   "md/threads": (1.0, 0.25)}
+    assert _plainest(store, "pairs.cpp", PortRules(by_folder=True)) == "md/base/pairs.cpp"
     q = "Where are the pair energies of neighbouring atoms summed?"
     shown = {h.chunk.path for h in Engine.load(ix, Settings()).search(q, k=3)}
     assert "md/base/pairs.cpp" in shown and "md/threads/pairs.cpp" not in shown
@@ -435,7 +436,7 @@ def test_a_port_folders_build_file_is_shown_in_the_plainest_or_the_named_port(tm
 def test_identical_port_files_do_not_decide_the_plainest_port(tmp_path):
     # Most files of the two trees are identical copies; the one that differs decides. The
     # copies must not count as wins for whichever folder sorts first (alt/ < ref/).
-    from codeteacher.retrieval.ports import _plainest, _port_plainness
+    from codeteacher.retrieval.ports import PortRules, _plainest, _port_plainness
 
     files = {f"md/{tree}/{name}.cpp": f"// Step {name}.\nvoid {name}(double* x, int n) {{\n"
                                       f"  for (int i = 0; i < n; ++i) x[i] += 1.0;\n}}\n"
@@ -443,8 +444,38 @@ def test_identical_port_files_do_not_decide_the_plainest_port(tmp_path):
     files["md/ref/stencil.cpp"] = _REF_UPDATE
     files["md/alt/stencil.cpp"] = _THREADED_UPDATE
     store = Engine.load(index_of(tmp_path, files), Settings()).store
-    assert _port_plainness(store, None) == {"md/alt": 0.375, "md/ref": 0.625}
-    assert _plainest(store, "halo.cpp", by_folder=True) == "md/ref/halo.cpp"
+    assert _port_plainness(store, PortRules()) == {"md/alt": (1.0, 0.375),
+                                                   "md/ref": (1.0, 0.625)}
+    assert _plainest(store, "halo.cpp", PortRules(by_folder=True)) == "md/ref/halo.cpp"
+
+
+def test_a_cpu_reference_beats_device_ports_stripped_from_it(tmp_path):
+    # The device port was derived from the CPU version by dropping its checks and options:
+    # it has fewer words of its own, but its files launch kernels. The reference has none.
+    from codeteacher.retrieval.ports import PortRules, _plainest, _port_plainness
+
+    check = ("  double sum = 0;\n  for (int i = 0; i < n; ++i) sum += x[i];\n"
+             "  if (verify_checksum(sum, expected_total)) report_verified(sum);\n")
+    files = {
+        "cpu/lookup.cpp": "// Looks up the cross sections.\nvoid lookup(double* x, int n) {\n"
+                          "  for (int i = 0; i < n; ++i) x[i] = 2.0 * x[i];\n" + check + "}\n",
+        "gpu/lookup.cpp": "// Looks up the cross sections.\nvoid lookup(double* x, int n) {\n"
+                          "  lookup_kernel<<<n / 256, 256>>>(x, n);\n"
+                          "  cudaDeviceSynchronize();\n}\n",
+        "cpu/options.cpp": "// Reads the options.\nvoid options(int argc, char** argv) {\n"
+                           "  parse_verbose_flag(argc, argv);\n  parse_binary_dump(argc, argv);\n}\n",
+        "gpu/options.cpp": "// Reads the options.\nvoid options(int argc, char** argv) {\n}\n",
+    }
+    store = Engine.load(index_of(tmp_path, files), Settings()).store
+    device = Settings().retrieval.device_constructs
+    by_words = PortRules(by_folder=True)
+    assert _port_plainness(store, by_words) == {"cpu": (1.0, 0.0), "gpu": (1.0, 1.0)}
+    assert _plainest(store, "lookup.cpp", by_words) == "gpu/lookup.cpp"
+    with_device = PortRules(by_folder=True, device=device)
+    assert _port_plainness(store, with_device)["cpu"][0] == 1.0
+    assert _port_plainness(store, with_device)["gpu"][0] == 0.0
+    assert _plainest(store, "lookup.cpp", with_device) == "cpu/lookup.cpp"
+    assert _plainest(store, "options.cpp", with_device) == "cpu/options.cpp"
 
 
 def test_identical_copies_are_shown_once(tmp_path):

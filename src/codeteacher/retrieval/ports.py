@@ -7,7 +7,9 @@ Every per-index table here is computed once and kept in `IndexStore.memo`.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
 
@@ -16,6 +18,17 @@ import numpy as np
 from ..index.lexical import tokenize
 from ..index.store import IndexStore
 from .query import CODE_EXT
+from .routing import cue_pattern
+
+
+@dataclass(frozen=True)
+class PortRules:
+    """How ports are told apart and chosen (from settings)."""
+
+    share: float = 0.5  # retrieval.port_share: shared functions that make two files ports
+    max_bytes: int | None = None  # collect.max_file_bytes: files read for their words
+    by_folder: bool = False  # retrieval.plainest_port: one port per answer
+    device: str = ""  # retrieval.device_constructs: device-code lines ("" = not counted)
 
 
 @lru_cache(maxsize=50000)
@@ -48,20 +61,19 @@ def mirrored(store: IndexStore, a: str, b: str, share: float) -> bool:
 _PORT_KINDS = {"function", "method", "constructor", "destructor", "operator", "class", "struct"}
 
 
-def _plainest(store: IndexStore, name: str, max_bytes: int | None = None,
-              by_folder: bool = False) -> str | None:
+def _plainest(store: IndexStore, name: str, rules: PortRules = PortRules()) -> str | None:
     """The member of a same-named family with the least code of its own: the fewest distinct
     words that fewer than half of its siblings use (backend calls, pragmas, launch syntax),
-    then the shortest. With `by_folder`, the member in the plainest port folder
+    then the shortest. With `rules.by_folder`, the member in the plainest port folder
     (`_port_plainness`) comes first, so that one answer stays in one port. Computed once per
     family and loaded index."""
-    cache = store.memo("plainest_folder" if by_folder else "plainest")
+    cache = store.memo(f"plainest:{rules.by_folder}:{rules.device}")
     if name not in cache:
-        own = _own_words(store, name, max_bytes)
-        rank = _port_plainness(store, max_bytes) if by_folder else {}
+        own = _own_words(store, name, rules.max_bytes)
+        rank = _port_plainness(store, rules) if rules.by_folder else {}
         cache[name] = min(own, default=None, key=lambda p: (
-            -rank.get(PurePosixPath(p).parent.as_posix(), 0.0), own[p],
-            store.records[store.file_record_index(p)].end_line, p))
+            tuple(-x for x in rank.get(PurePosixPath(p).parent.as_posix(), (0.0, 0.0))),
+            own[p], store.records[store.file_record_index(p)].end_line, p))
     return cache[name]
 
 
@@ -110,31 +122,44 @@ def _port_namer(store: IndexStore, members: list[str], asked: set[str],
     return named
 
 
-def _port_plainness(store: IndexStore, max_bytes: int | None) -> dict[str, float]:
-    """Per folder holding members of same-named code families: the share of those families
-    in which its member is the plainest (equally plain members share the win). A port is a
-    folder, and the reference port (the serial or base version the others add platform code
-    to) is plainest in most of its files, even where one file of another port happens to be
-    shorter."""
-    memo = store.memo("port_plainness")
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[float, float]]:
+    """Per folder holding members of same-named code families, larger is plainer: (1 when its
+    files carry the least device code per file of all such folders (`rules.device`, comments
+    left out), else 0; the share of its families in which its member has the fewest words of
+    its own, equally plain members sharing the win). A port is a folder. The reference port
+    is the serial or CPU version that device ports add offload code to (or strip features
+    from: then it has more words of its own, but still no device code), and it is plainest in
+    most of its files, even where one file of another port happens to be shorter."""
+    memo = store.memo(f"port_plainness:{rules.device}")
     if not memo:
         wins: Counter = Counter()
         seen: Counter = Counter()
+        device: Counter = Counter()
+        pat = cue_pattern(rules.device) if rules.device else None
         for name, paths in store.by_basename.items():
             if len(paths) < 2 or not is_code_name(name):
                 continue
-            own = _own_words(store, name, max_bytes)
+            own = _own_words(store, name, rules.max_bytes)
             if len(own) < 2:
                 continue
+            for p in own:
+                folder = PurePosixPath(p).parent.as_posix()
+                seen[folder] += 1
+                if pat is not None:
+                    code = _COMMENT.sub(" ", _file_text(store, p, rules.max_bytes))
+                    device[folder] += sum(1 for ln in code.splitlines() if pat.search(ln))
             # Members equally plain (identical copies, most often) share the win: a tie
             # broken by path would crown whichever folder sorts first.
             least = min(own.values())
             tied = [p for p in own if own[p] == least]
-            for p in own:
-                seen[PurePosixPath(p).parent.as_posix()] += 1
             for p in tied:
                 wins[PurePosixPath(p).parent.as_posix()] += 1 / len(tied)
-        memo.update({f: wins[f] / n for f, n in seen.items()})
+        per_file = {f: device[f] / n for f, n in seen.items()}
+        fewest = min(per_file.values(), default=0.0)
+        memo.update({f: (float(per_file[f] == fewest), wins[f] / n) for f, n in seen.items()})
     return memo
 
 
@@ -160,27 +185,28 @@ def _in_order(short: str, word: str) -> bool:
 
 
 def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: np.ndarray,
-                   share: float, max_bytes: int | None, by_folder: bool) -> int | None:
+                  rules: PortRules) -> int | None:
+    """The record to show instead of `r` when `r` is a member of a port family: the same
+    chunk in the port the question names, else in the plainest port; None to keep `r`."""
     name = base_name(r.path)
     family = [p for p in store.by_basename.get(name, []) if p != r.path]
     if not family:
         return None
     if not is_code_name(name):
-        return _plainest_port_file(store, r, family, asked, shown, share, qvec, max_bytes) \
-            if by_folder else None
+        return _plainest_port_file(store, r, family, asked, shown, qvec, rules) \
+            if rules.by_folder else None
     # A port the question names ("the OpenMP version": folder omp) is the one shown; else the
     # plainest member.
-    named = _port_namer(store, [r.path, *family], asked, max_bytes)
+    named = _port_namer(store, [r.path, *family], asked, rules.max_bytes)
     if named(r.path):
         return None
-    plain = next((p for p in family if named(p)), None) or _plainest(store, name, max_bytes,
-                                                                      by_folder)
+    plain = next((p for p in family if named(p)), None) or _plainest(store, name, rules)
     if plain is None or plain == r.path or plain in shown:
         return None
     code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
     names = {store.records[i].name for i in code}
     mine = {store.records[i].name for i in store.members(r.path)}
-    if not names or len(names & mine) < share * len(names):
+    if not names or len(names & mine) < rules.share * len(names):
         return None  # not ports of one thing: different files that share a name
     same = [i for i in code if store.records[i].name == r.name and store.records[i].kind == r.kind]
     if same:
@@ -192,18 +218,17 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
 
 
 def _plainest_port_file(store: IndexStore, r, family: list[str], asked: set[str],
-                        shown: set[str], share: float, qvec: np.ndarray,
-                        max_bytes: int | None) -> int | None:
+                        shown: set[str], qvec: np.ndarray, rules: PortRules) -> int | None:
     """A build script or deck of a port folder (same name in mirrored folders) is shown in
     the copy of the port the question names, else in the plainest port folder's copy."""
-    rank = _port_plainness(store, max_bytes)
+    rank = _port_plainness(store, rules)
     parent = lambda p: PurePosixPath(p).parent.as_posix()  # noqa: E731
     if parent(r.path) not in rank:
         return None
-    ports = [p for p in family if parent(p) in rank and mirrored(store, p, r.path, share)]
+    ports = [p for p in family if parent(p) in rank and mirrored(store, p, r.path, rules.share)]
     if not ports:
         return None
-    named = _port_namer(store, [r.path, *ports], asked, max_bytes)
+    named = _port_namer(store, [r.path, *ports], asked, rules.max_bytes)
     if named(r.path):
         return None
     best = next((p for p in ports if named(p)), None)

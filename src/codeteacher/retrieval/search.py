@@ -17,7 +17,7 @@ from ..contracts.settings import Settings
 from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
 from .literal import match_literals
-from .ports import base_name, is_code_name, mirrored, plainest_twin
+from .ports import PortRules, base_name, is_code_name, mirrored, plainest_twin
 from .query import QueryAnalysis, analyze
 from .routing import cue_pattern
 
@@ -325,8 +325,7 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
 
 
 def plainest_variants(store: IndexStore, chosen: list[Candidate], question_tokens: list[str],
-                      qvec: np.ndarray, share: float, max_bytes: int | None = None,
-                      by_folder: bool = False) -> list[Candidate]:
+                      qvec: np.ndarray, rules: PortRules) -> list[Candidate]:
     """A pick from a family of parallel ports (the same file name in sibling folders, most of
     the same functions in each) is shown in its plainest member (`_plainest`): the variants
     give one answer, and the one with the least platform code teaches it best. The
@@ -337,8 +336,7 @@ def plainest_variants(store: IndexStore, chosen: list[Candidate], question_token
     shown = {store.records[c.idx].path for c in chosen}
     out = []
     for c in chosen:
-        twin = plainest_twin(store, store.records[c.idx], asked, shown, qvec, share, max_bytes,
-                              by_folder)
+        twin = plainest_twin(store, store.records[c.idx], asked, shown, qvec, rules)
         if twin is None:
             out.append(c)
             continue
@@ -421,8 +419,9 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                   None if allowed is not None or "documentation" in qa.wanted
                   else rs.max_doc_files)
     if rs.plainest_variant:
-        pool = plainest_variants(store, pool, qa.tokens, qvec, rs.port_share,
-                                 settings.collect.max_file_bytes, rs.plainest_port)
+        pool = plainest_variants(store, pool, qa.tokens, qvec, PortRules(
+            rs.port_share, settings.collect.max_file_bytes, rs.plainest_port,
+            rs.device_constructs if rs.plainest_port else ""))
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

@@ -427,6 +427,17 @@ class RetrievalSettings(_S):
                                 "port instead of mixing ports file by file. A build script "
                                 "or deck of a port folder (same name, mirrored folders) is "
                                 "shown in the named port's or the plainest port's copy too.")
+    device_constructs: Regex = Field(
+        default=r"#\s*pragma\s+(omp\s+(target|declare\s+target)|acc)\b|\b__global__\b|"
+                r"\b__device__\b|<<<|\b__syncthreads\b|\bcuda[A-Z]\w+\s*\(|"
+                r"\bhip[A-Z]\w+\s*\(|\bcl[A-Z][A-Za-z]+\s*\(|\bsycl::|\bKokkos::|\bRAJA::|"
+                r"\bthrust::",
+        description="Device or portability-layer code (offload pragmas, GPU kernels and "
+                    "launches, CUDA/HIP/OpenCL calls, SYCL/Kokkos/RAJA/Thrust): with "
+                    "plainest_port, the port folders with the fewest such lines per file come "
+                    "first. A CPU reference that device ports were stripped from has more "
+                    "words of its own than they do, but no device code (recall@5 up on two "
+                    "held-aside codes, level on the rest). '' = not counted.")
     port_share: float = Field(default=0.5, ge=0, le=1, description="Share of the shortest "
                               "file's functions the picked file must define too for the two to "
                               "be ports of one thing (not unrelated files sharing a name).")
