@@ -576,16 +576,22 @@ def test_threads_questions_favour_the_code_that_shares_the_work(tmp_path):
                               "double energy_sum(const double* v, int n) {\n  double s = 0;\n"
                               "#pragma omp parallel for reduction(+:s)\n" + loop,
     }
+    files["src/sum_gpu.cu"] = ("// Adds up the cell energies of the field on the GPU.\n"
+                               "__global__ void energy_kernel(const double* v, double* s, int n) "
+                               "{ s[threadIdx.x] += v[threadIdx.x]; }\n")
     ix = index_of(tmp_path, files)
 
     def marked(q, change=None):
-        hits = engine_with(ix, change).search(q, k=2)
+        hits = engine_with(ix, change).search(q, k=3)
         return [h.chunk.path for h in hits], {h.chunk.path for h in hits
                                                if any("parallel_code" in w for w in h.why)}
 
     threads = "How are the cell energies of the field added up across threads?"
     top, par = marked(threads)
     assert par == {"src/sum_shared.cpp"} and top[0] == "src/sum_shared.cpp", top
+    # A question about the GPU counts device code (a kernel, its atomics) as well.
+    assert "src/sum_gpu.cu" in marked(
+        "How are the cell energies of the field added up across threads on the GPU?")[1]
     top_off, par_off = marked(threads, lambda s: setattr(s.rerank.weights, "parallel_code", 0.0))
     assert not par_off
     assert marked("Where are the cell energies of the field added up?")[1] == set()

@@ -148,7 +148,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
 
 def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
            rule: IntentRule | None, intent: str, wanted: list[str],
-           settings: RerankSettings, idf=lambda t: 1.0) -> None:
+           settings: RerankSettings, idf=lambda t: 1.0, device_constructs: str = "") -> None:
     """Adjust `score` of the first `top_n` candidates in place; record features in `why`."""
     top = cands[: settings.top_n]
     qset = {light_stem(t) for t in question_tokens if t not in STOP}
@@ -161,9 +161,14 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     asks_metadata = cue_pattern(settings.metadata_cue).search(" ".join(question_tokens))
     metadata = frozenset() if asks_metadata else frozenset(settings.metadata_files)
     # Questions about threads, ranks or devices are answered by the code that shares the work.
-    parallel = cue_pattern(settings.parallel_constructs) if settings.weights.parallel_code \
-        and intent not in settings.parallel_skip_intents \
-        and cue_pattern(settings.parallel_cue).search(" ".join(question_tokens)) else None
+    asked = " ".join(question_tokens)
+    parallel = None
+    if settings.weights.parallel_code and intent not in settings.parallel_skip_intents \
+            and cue_pattern(settings.parallel_cue).search(asked):
+        # A question about CPU threads is not answered by a GPU port's kernels.
+        device = device_constructs and cue_pattern(settings.device_cue).search(asked)
+        parallel = cue_pattern(f"(?:{settings.parallel_constructs})|(?:{device_constructs})"
+                               if device else settings.parallel_constructs)
 
     def idf_memo(t: str) -> float:  # the same words are weighed for every candidate
         if t not in memo:

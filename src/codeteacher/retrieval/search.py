@@ -397,7 +397,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     if settings.rerank.enabled:
         rerank(ranked, store.records, qa.tokens, rule, qa.intent, qa.wanted, settings.rerank,
-               store.lexical.idf)
+               store.lexical.idf, rs.device_constructs)
         ranked.sort(key=lambda c: -c.score)
     if settings.cross_encoder.model:
         cross_encode(ranked, store.records, question, settings.cross_encoder)

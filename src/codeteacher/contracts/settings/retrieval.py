@@ -196,12 +196,15 @@ class RerankSettings(_S):
                     "build (\"on two MPI ranks\", \"with MPI and OpenMP\"): their answer is the "
                     "docs and build files, not the parallel code.")
     parallel_constructs: Regex = Field(
-        default=r"#\s*pragma\s+(omp|acc)\b|\bMPI_[A-Z][a-z_]+\s*\(|\batomic|"
-                r"\b__syncthreads\b|\b__global__\b|<<<|\bparallel_(for|reduce|scan)\b|"
-                r"\bstd::(thread|async)\b|\bomp_get_\w+|\bsycl::|\bcuda[A-Z]\w+\s*\(|"
-                r"\bhip[A-Z]\w+\s*\(",
-        description="Code that runs or coordinates parallel work: OpenMP/OpenACC pragmas, MPI "
-                    "calls, atomics, GPU kernels and launches, parallel-for patterns, threads.")
+        default=r"#\s*pragma\s+omp\b|\bMPI_[A-Z][a-z_]+\s*\(|\batomic|"
+                r"\bparallel_(for|reduce|scan)\b|\bstd::(thread|async)\b|\bomp_get_\w+",
+        description="Code that shares work among CPU threads or ranks: OpenMP pragmas and "
+                    "calls, MPI calls, atomics, parallel-for patterns, threads.")
+    device_cue: Regex = Field(
+        default=r"\b(gpus?|devices?|cuda|hip|sycl|opencl|openacc|offload\w*|accelerators?|"
+                r"graphics)\b",
+        description="Question words that ask about a device: device code "
+                    "(retrieval.device_constructs) counts as parallel code too.")
     trivial_lines: int = Field(default=2, description="Code chunks this short without a comment "
                                "count as low-signal.")
     flow_min_calls: int = Field(default=3, description="Calls that make a function a flow "
