@@ -478,6 +478,52 @@ def test_a_cpu_reference_beats_device_ports_stripped_from_it(tmp_path):
     assert _plainest(store, "options.cpp", with_device) == "cpu/options.cpp"
 
 
+def test_ports_in_other_dialects_are_one_family(tmp_path):
+    # The CPU reference is C, the device ports CUDA and C++: one family, shown once, in the
+    # reference. A header pair in one folder (X.h declares, X.hpp defines) stays two files.
+    from codeteacher.retrieval.ports import families, family_key
+
+    body = "  for (int i = 0; i < n; ++i) xs[i] = 0.5 * (xs[i] + xs[i + 1]);\n"
+    files = {
+        "cpu/smooth.c": "// Smooths the cross sections.\nvoid smooth(double* xs, int n) {\n"
+                        + body + "}\n",
+        "cuda/smooth.cu": "// Smooths the cross sections.\n__global__ void smooth(double* xs, int n) "
+                          "{\n" + body + "}\nvoid launch(double* xs, int n) "
+                          "{ smooth<<<1, 1>>>(xs, n); cudaDeviceSynchronize(); }\n",
+        "sycl/smooth.cpp": "// Smooths the cross sections.\nvoid smooth(double* xs, int n) {\n"
+                           "  sycl::queue q;\n" + body + "}\n",
+        "lib/grid.h": "// Declares the grid.\nstruct Grid { int n; void smooth_grid(); };\n",
+        "lib/grid.hpp": "// Defines the grid's smoothing.\n#include \"grid.h\"\n"
+                        "inline void Grid::smooth_grid() { n = 0; }\n",
+    }
+    for port in ("cpu", "cuda", "sycl"):
+        files[f"{port}/Makefile"] = f"# Builds the {port} port.\nall:\n\tcc -o smooth smooth.*\n"
+    ix = index_of(tmp_path, files)
+    store = Engine.load(ix, Settings()).store
+    fam = families(store)
+    assert fam[family_key(store, "cuda/smooth.cu")] == ["cpu/smooth.c", "cuda/smooth.cu",
+                                                        "sycl/smooth.cpp"]
+    assert family_key(store, "lib/grid.h") != family_key(store, "lib/grid.hpp")
+    shown = [h.chunk.path for h in Engine.load(ix, Settings()).search(
+        "Where are the cross sections smoothed?", k=4)]
+    assert [p for p in shown if "/smooth." in p] == ["cpu/smooth.c"], shown
+    named = [h.chunk.path for h in Engine.load(ix, Settings()).search(
+        "Where does the CUDA version smooth the cross sections?", k=4)]
+    assert [p for p in named if "/smooth." in p] == ["cuda/smooth.cu"], named
+
+
+def test_the_port_named_most_closely_is_shown(tmp_path):
+    # "OpenMP" abbreviates into both omp/ and omp-target/; omp/ leaves no folder word unasked.
+    files = {"ports/ref/update.cpp": _REF_UPDATE, "ports/omp/update.cpp": _THREADED_UPDATE,
+             "ports/omp-target/update.cpp": _THREADED_UPDATE.replace(
+                 "parallel for simd", "target teams distribute parallel for"),
+             "ports/gpu/update.cpp": _DEVICE_UPDATE}
+    engine = Engine.load(index_of(tmp_path, files), Settings())
+    shown = {h.chunk.path for h in engine.search(
+        "How does the OpenMP version relax u towards w?", k=3)}
+    assert "ports/omp/update.cpp" in shown and "ports/omp-target/update.cpp" not in shown
+
+
 def test_identical_copies_are_shown_once(tmp_path):
     deck = "# input deck\nlattice_constant 1.6796\ntimestep 0.005\nthermo_every 100\n"
     files = {f"{v}/in.lattice": deck for v in ("ref", "threads", "device")}

@@ -18,6 +18,7 @@ import numpy as np
 from ..index.lexical import tokenize
 from ..index.store import IndexStore
 from .query import CODE_EXT
+from .rerank import HEADER_EXT
 from .routing import cue_pattern
 
 
@@ -32,8 +33,44 @@ class PortRules:
 
 
 @lru_cache(maxsize=50000)
-def base_name(path: str) -> str:
-    return PurePosixPath(path).name
+def _dialect_key(path: str) -> str | None:
+    pp = PurePosixPath(path)
+    suffix = pp.suffix.lower()
+    if suffix not in CODE_EXT:
+        return None
+    return pp.stem.lower() + (".h" if suffix in HEADER_EXT else ".c")
+
+
+def families(store: IndexStore) -> dict[str, list[str]]:
+    """Family key -> the files of one family: files of one name in different folders, and
+    code files of one stem whose extensions differ by port (`simulation.c`, `simulation.cu`,
+    `simulation.cpp`), one per folder. Two headers of one stem in one folder (`X.h` declares,
+    `X.hpp` defines) are a header pair, not ports: they keep their own names."""
+    memo = store.memo("families")
+    if not memo:
+        groups: dict[str, list[str]] = {}
+        for p in sorted(store.manifest.files):
+            groups.setdefault(_dialect_key(p) or PurePosixPath(p).name, []).append(p)
+        keys = memo.setdefault("", {})  # path -> its family's key
+        for key, paths in groups.items():
+            folders = [PurePosixPath(p).parent.as_posix() for p in paths]
+            if len(set(folders)) < len(folders):  # a pair in one folder: split by name
+                for p in paths:
+                    memo.setdefault(PurePosixPath(p).name, []).append(p)
+                    keys[p] = PurePosixPath(p).name
+            else:
+                memo[key] = paths
+                keys.update((p, key) for p in paths)
+    return memo
+
+
+def family_key(store: IndexStore, path: str) -> str:
+    """The key of `path`'s family in `families` (also for a bare file name)."""
+    fams = families(store)
+    if path in fams[""]:
+        return fams[""][path]
+    dialect = _dialect_key(path)
+    return dialect if dialect in fams else PurePosixPath(path).name
 
 
 @lru_cache(maxsize=50000)
@@ -67,6 +104,7 @@ def _plainest(store: IndexStore, name: str, rules: PortRules = PortRules()) -> s
     then the shortest. With `rules.by_folder`, the member in the plainest port folder
     (`_port_plainness`) comes first, so that one answer stays in one port. Computed once per
     family and loaded index."""
+    name = family_key(store, name)
     cache = store.memo(f"plainest:{rules.by_folder}:{rules.device}")
     if name not in cache:
         own = _own_words(store, name, rules.max_bytes)
@@ -79,10 +117,11 @@ def _plainest(store: IndexStore, name: str, rules: PortRules = PortRules()) -> s
 
 def _member_words(store: IndexStore, name: str, max_bytes: int | None) -> dict[str, Counter]:
     """Per indexed member of a same-named family: the counts of the words of its text."""
+    name = family_key(store, name)
     cache = store.memo("member_words")
     if name not in cache:
-        paths = [p for p in store.by_basename.get(name, []) if store.file_record_index(p)
-                 is not None]
+        paths = [p for p in families(store).get(name, [])
+                 if store.file_record_index(p) is not None]
         cache[name] = {p: Counter(tokenize(_file_text(store, p, max_bytes))) for p in paths}
     return cache[name]
 
@@ -90,6 +129,7 @@ def _member_words(store: IndexStore, name: str, max_bytes: int | None) -> dict[s
 def _own_words(store: IndexStore, name: str, max_bytes: int | None) -> dict[str, int]:
     """Per member of a same-named code family: its distinct words that fewer than half of
     its siblings use."""
+    name = family_key(store, name)
     cache = store.memo("own_words")
     if name not in cache:
         words = _member_words(store, name, max_bytes)
@@ -99,26 +139,38 @@ def _own_words(store: IndexStore, name: str, max_bytes: int | None) -> dict[str,
     return cache[name]
 
 
+def _named_port(store: IndexStore, members: list[str], asked: set[str],
+                max_bytes: int | None) -> str | None:
+    """The member whose port folder the question names (`_port_namer`); of several (`omp/`
+    and `omp-target/` for "OpenMP"), the one with the fewest folder words the question does
+    not ask for, the first member (the pick) on a tie."""
+    named = _port_namer(store, members, asked, max_bytes)
+    fits = [(named(p), i, p) for i, p in enumerate(members)]
+    return min(((f, i, p) for f, i, p in fits if f is not None), default=(0, 0, None))[2]
+
+
 def _port_namer(store: IndexStore, members: list[str], asked: set[str],
                 max_bytes: int | None):
-    """`named(p)`: the question names member p's port folder: a word of its folder that the
-    other members' folders lack is a question word, or abbreviates one ('omp' / 'openmp').
+    """`named(p)`: None unless the question names member p's port folder: a word of its
+    folder that the other members' folders lack is a question word, or abbreviates one
+    ('omp' / 'openmp'); then the number of its folder words the question does not ask for.
     A folder word that the other members' texts typically use at least half as often names
     what every port does (MPI calls in each port's comm.cpp), not this port ("on MPI ranks" is
     no request for the mpi-spec/ port)."""
     folders = {p: set(tokenize(PurePosixPath(p).parent.as_posix())) for p in members}
     common = set.intersection(*folders.values())
-    texts = _member_words(store, PurePosixPath(members[0]).name, max_bytes)
+    texts = _member_words(store, members[0], max_bytes)
 
     def shared(p: str, word: str) -> bool:
         others = sorted(ws[word] for q, ws in texts.items() if q != p)
         typical = others[len(others) // 2] if others else 0
         return typical > 0 and 2 * typical >= texts.get(p, Counter())[word]
 
-    def named(p: str) -> bool:
+    def named(p: str) -> int | None:
         own = folders[p] - common
-        return any((f in asked or any(abbreviates(f, w) for w in asked)) and not shared(p, f)
-                   for f in own)
+        hit = {f for f in own if (f in asked or any(abbreviates(f, w) for w in asked))
+               and not shared(p, f)}
+        return len(own - hit) if hit else None
     return named
 
 
@@ -139,8 +191,8 @@ def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[floa
         seen: Counter = Counter()
         device: Counter = Counter()
         pat = cue_pattern(rules.device) if rules.device else None
-        for name, paths in store.by_basename.items():
-            if len(paths) < 2 or not is_code_name(name):
+        for name, paths in families(store).items():
+            if not name or len(paths) < 2 or not is_code_name(name):
                 continue
             own = _own_words(store, name, rules.max_bytes)
             if len(own) < 2:
@@ -188,8 +240,8 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
                   rules: PortRules) -> int | None:
     """The record to show instead of `r` when `r` is a member of a port family: the same
     chunk in the port the question names, else in the plainest port; None to keep `r`."""
-    name = base_name(r.path)
-    family = [p for p in store.by_basename.get(name, []) if p != r.path]
+    name = family_key(store, r.path)
+    family = [p for p in families(store).get(name, []) if p != r.path]
     if not family:
         return None
     if not is_code_name(name):
@@ -197,10 +249,10 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
             if rules.by_folder else None
     # A port the question names ("the OpenMP version": folder omp) is the one shown; else the
     # plainest member.
-    named = _port_namer(store, [r.path, *family], asked, rules.max_bytes)
-    if named(r.path):
+    asked_for = _named_port(store, [r.path, *family], asked, rules.max_bytes)
+    if asked_for == r.path:
         return None
-    plain = next((p for p in family if named(p)), None) or _plainest(store, name, rules)
+    plain = asked_for or _plainest(store, name, rules)
     if plain is None or plain == r.path or plain in shown:
         return None
     code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
@@ -228,10 +280,9 @@ def _plainest_port_file(store: IndexStore, r, family: list[str], asked: set[str]
     ports = [p for p in family if parent(p) in rank and mirrored(store, p, r.path, rules.share)]
     if not ports:
         return None
-    named = _port_namer(store, [r.path, *ports], asked, rules.max_bytes)
-    if named(r.path):
+    best = _named_port(store, [r.path, *ports], asked, rules.max_bytes)
+    if best == r.path:
         return None
-    best = next((p for p in ports if named(p)), None)
     if best is None:
         best = max(ports, key=lambda p: rank[parent(p)])
         if rank[parent(best)] <= rank[parent(r.path)]:

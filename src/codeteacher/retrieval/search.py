@@ -17,7 +17,7 @@ from ..contracts.settings import Settings
 from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
 from .literal import match_literals
-from .ports import PortRules, base_name, is_code_name, mirrored, plainest_twin
+from .ports import PortRules, family_key, is_code_name, mirrored, plainest_twin
 from .query import QueryAnalysis, analyze
 from .routing import cue_pattern
 
@@ -242,8 +242,9 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file. Files with the
-    same base name in different folders (parallel ports, per-backend copies) are one family:
-    at most `max_per_name` of its files are shown, so they do not crowd out the other files.
+    same name in different folders (parallel ports, per-backend copies) are one family
+    (`ports.families`; code also across dialects: `sim.c`, `sim.cu`, `sim.cpp`): at most
+    `max_per_name` of its files are shown, so they do not crowd out the other files.
     For code files the name alone makes the family; other files (build scripts, input decks)
     join it only when their folders mirror each other (`mirrored`): a CMakeLists.txt per
     sub-folder is one build file each, a model.cmake per port folder is one answer. At most
@@ -296,7 +297,7 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
                 r = store.records[best.idx]
         # A call-chain entity spans its root function's lines but says something else.
         key = (r.path, r.start_line, r.end_line, r.kind == "call_chain")
-        name = base_name(r.path)
+        name = family_key(store, r.path)
         family = per_name[name] if is_code_name(name) else \
             {p for p in per_name[name] if mirrored(store, p, r.path, mirror_share)}
         data = max_data is not None and _is_data_file(store, r.path, programs)
