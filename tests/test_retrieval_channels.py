@@ -669,6 +669,17 @@ def test_two_documents_unless_the_question_asks_for_documentation(tmp_path):
     assert len(asked) >= 3
 
 
+def test_metadata_names_with_a_suffix_are_metadata():
+    from codeteacher.retrieval.rerank import _is_metadata
+
+    names = frozenset(Settings().rerank.metadata_files)
+    for path in ("LICENSE", "LICENSE.md", "LICENSE_MINIMD", "docs/COPYING-LGPL",
+                 "CODE_OF_CONDUCT.md", "CHANGELOG.rst"):
+        assert _is_metadata(path, names), path
+    for path in ("src/licenses.cpp", "src/history_buffer.h", "newsletter.md", "src/changes.c"):
+        assert not _is_metadata(path, names), path
+
+
 def test_one_data_file_unless_the_question_asks_for_them(tmp_path):
     # Three input decks share the question's words with the code that reads them; one deck
     # shows the format, the others would crowd out the reader. Asked about the decks, or

@@ -94,8 +94,14 @@ def _owner_and_name(c: Chunk) -> str:
 
 
 @lru_cache(maxsize=50000)
-def _file_stem(path: str) -> str:
-    return PurePosixPath(path).name.lower().split(".")[0]
+def _is_metadata(path: str, names: frozenset[str]) -> bool:
+    """The file is named by one of `names`, alone or before a separator: LICENSE, LICENSE.md,
+    LICENSE_MINIMD, CODE_OF_CONDUCT.md. Code files never are (history_buffer.h, changes.c)."""
+    pp = PurePosixPath(path)
+    if pp.suffix.lower() in HEADER_EXT | SOURCE_EXT:
+        return False
+    name = pp.name.lower()
+    return any(name == m or (name.startswith(m) and name[len(m)] in "._-") for m in names)
 
 
 def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
@@ -139,7 +145,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         allowed.add("build")
     if c.scope in ("test", "build", "example") and c.scope not in allowed:
         f["off_scope"] = 1.0
-    if metadata and _file_stem(c.path) in metadata:
+    if metadata and _is_metadata(c.path, metadata):
         f["project_metadata"] = 1.0
     if parallel is not None and c.kind in CODE and parallel.search(c.text):
         f["parallel_code"] = 1.0
