@@ -51,26 +51,25 @@ def families(store: IndexStore) -> dict[str, list[str]]:
         groups: dict[str, list[str]] = {}
         for p in sorted(store.manifest.files):
             groups.setdefault(_dialect_key(p) or PurePosixPath(p).name, []).append(p)
-        keys = memo.setdefault("", {})  # path -> its family's key
         for key, paths in groups.items():
             folders = [PurePosixPath(p).parent.as_posix() for p in paths]
             if len(set(folders)) < len(folders):  # a pair in one folder: split by name
                 for p in paths:
                     memo.setdefault(PurePosixPath(p).name, []).append(p)
-                    keys[p] = PurePosixPath(p).name
             else:
                 memo[key] = paths
-                keys.update((p, key) for p in paths)
     return memo
 
 
 def family_key(store: IndexStore, path: str) -> str:
     """The key of `path`'s family in `families` (also for a bare file name)."""
-    fams = families(store)
-    if path in fams[""]:
-        return fams[""][path]
+    of = store.memo("family_of")
+    if not of:
+        of.update((p, key) for key, paths in families(store).items() for p in paths)
+    if path in of:
+        return of[path]
     dialect = _dialect_key(path)
-    return dialect if dialect in fams else PurePosixPath(path).name
+    return dialect if dialect in families(store) else PurePosixPath(path).name
 
 
 @lru_cache(maxsize=50000)
@@ -192,7 +191,7 @@ def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[floa
         device: Counter = Counter()
         pat = cue_pattern(rules.device) if rules.device else None
         for name, paths in families(store).items():
-            if not name or len(paths) < 2 or not is_code_name(name):
+            if len(paths) < 2 or not is_code_name(name):
                 continue
             own = _own_words(store, name, rules.max_bytes)
             if len(own) < 2:

@@ -163,11 +163,11 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     per_file = Counter(component(records[c.idx].path) for c in top)
     w = settings.weights.model_dump()
     memo: dict[str, float] = {}
+    asked = " ".join(question_tokens)
     # Licence and changelog files answer questions about the project, not about its code.
-    asks_metadata = cue_pattern(settings.metadata_cue).search(" ".join(question_tokens))
+    asks_metadata = cue_pattern(settings.metadata_cue).search(asked)
     metadata = frozenset() if asks_metadata else frozenset(settings.metadata_files)
     # Questions about threads, ranks or devices are answered by the code that shares the work.
-    asked = " ".join(question_tokens)
     parallel = None
     if settings.weights.parallel_code and intent not in settings.parallel_skip_intents \
             and cue_pattern(settings.parallel_cue).search(asked):

@@ -7,12 +7,13 @@ output show, so a surprising answer can be traced to its cause.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 import numpy as np
 
-from ..contracts.models import SearchHit
+from ..contracts.models import Chunk, SearchHit
 from ..contracts.settings import Settings
 from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
@@ -233,12 +234,20 @@ def _is_data_file(store: IndexStore, path: str, programs: frozenset[str]) -> boo
     return memo[path]
 
 
+@dataclass
+class FileCap:
+    """At most `limit` distinct files of a kind (`holds`) in one answer."""
+
+    holds: Callable[[Chunk], bool]
+    limit: int
+    shown: set[str] = field(default_factory=set)
+
+
 def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int,
            same_file_penalty: float = 0.0, max_per_name: int | None = None,
            pool_size: int = 40, replace_modules: bool = False,
            one_of_identical: bool = False, mirror_share: float = 2.0,
-           max_data: int | None = None, programs: frozenset[str] = frozenset(),
-           max_docs: int | None = None) -> list[Candidate]:
+           caps: list[FileCap] = ()) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file. Files with the
@@ -247,16 +256,14 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     `max_per_name` of its files are shown, so they do not crowd out the other files.
     For code files the name alone makes the family; other files (build scripts, input decks)
     join it only when their folders mirror each other (`mirrored`): a CMakeLists.txt per
-    sub-folder is one build file each, a model.cmake per port folder is one answer. At most
-    `max_data` data files (`_is_data_file`: input decks, reference outputs) are shown."""
+    sub-folder is one build file each, a model.cmake per port folder is one answer. Each of
+    `caps` bounds the files of one kind (data files, documents)."""
     chosen: list[Candidate] = []
     seen_ranges: set[tuple] = set()
     chosen_ids: set[str] = set()
     per_file: dict[str, int] = defaultdict(int)
     per_name: dict[str, set[str]] = defaultdict(set)
     copy_of: dict[str, str] = {}  # content hash -> the file shown for it
-    data_shown: set[str] = set()
-    docs_shown: set[str] = set()
     content = store.manifest.files  # path -> sha256 of the file's bytes
     pool = list(ranked[: max(4 * k, pool_size)])
     while pool and len(chosen) < k:
@@ -300,11 +307,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         name = family_key(store, r.path)
         family = per_name[name] if is_code_name(name) else \
             {p for p in per_name[name] if mirrored(store, p, r.path, mirror_share)}
-        data = max_data is not None and _is_data_file(store, r.path, programs)
-        if data and r.path not in data_shown and len(data_shown) >= max_data:
-            continue
-        doc = max_docs is not None and r.scope == "docs"
-        if doc and r.path not in docs_shown and len(docs_shown) >= max_docs:
+        capped = [cap for cap in caps if cap.holds(r)]
+        if any(r.path not in cap.shown and len(cap.shown) >= cap.limit for cap in capped):
             continue
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
                 or per_file[r.path] >= max_per_file \
@@ -316,10 +320,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         chosen_ids.add(r.id)
         per_file[r.path] += 1
         per_name[name].add(r.path)
-        if data:
-            data_shown.add(r.path)
-        if doc:
-            docs_shown.add(r.path)
+        for cap in capped:
+            cap.shown.add(r.path)
         copy_of.setdefault(content.get(r.path, r.path), r.path)
         chosen.append(best)
     return chosen
@@ -348,11 +350,16 @@ def plainest_variants(store: IndexStore, chosen: list[Candidate], question_token
     return out
 
 
-def _data_cap(rs, question: str) -> int | None:
-    """The data-file cap, lifted when the question asks about decks or outputs themselves."""
-    if rs.max_data_files is None or cue_pattern(rs.data_cue).search(question.lower()):
-        return None
-    return rs.max_data_files
+def _file_caps(store: IndexStore, rs, question: str, wanted: list[str]) -> list[FileCap]:
+    """One data file (decks, reference outputs) unless the question asks about them; two
+    documents unless it asks for documentation."""
+    caps = []
+    if rs.max_data_files is not None and not cue_pattern(rs.data_cue).search(question.lower()):
+        programs = frozenset(rs.program_languages)
+        caps.append(FileCap(lambda r: _is_data_file(store, r.path, programs), rs.max_data_files))
+    if rs.max_doc_files is not None and "documentation" not in wanted:
+        caps.append(FileCap(lambda r: r.scope == "docs", rs.max_doc_files))
+    return caps
 
 
 def allowed_mask(store: IndexStore, kinds: list[str] | None, paths: list[str] | None
@@ -415,14 +422,11 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
                   rs.select_pool, rs.modules_as_files and "module" not in qa.wanted,
                   rs.one_of_identical, rs.mirror_share,
-                  None if allowed is not None else _data_cap(rs, question),
-                  frozenset(rs.program_languages),
-                  None if allowed is not None or "documentation" in qa.wanted
-                  else rs.max_doc_files)
+                  [] if allowed is not None else _file_caps(store, rs, question, qa.wanted))
     if rs.plainest_variant:
         pool = plainest_variants(store, pool, qa.tokens, qvec, PortRules(
             rs.port_share, settings.collect.max_file_bytes, rs.plainest_port,
-            rs.device_constructs if rs.plainest_port else ""))
+            rs.device_constructs))
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],
