@@ -58,6 +58,9 @@ ABLATIONS = {
     "no device-code rule": {"retrieval.device_constructs": ""},
     "no parallel-code cue": {"rerank.weights.parallel_code": 0.0},
     "no document cap": {"retrieval.max_doc_files": None},
+    "no option-code cue": {"rerank.weights.option_code": 0.0},
+    "no threaded port for threads": {"retrieval.thread_cue": r"(?!)"},
+    "no base-class channel": {"retrieval.base_classes.enabled": False},
     "no mirrored-folder family": {"retrieval.mirror_share": 2.0},
     "no identical-copy merge": {"retrieval.one_of_identical": False},
     "no callers elsewhere": {f"expansion.profiles.{p}.callers": 0

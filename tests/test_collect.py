@@ -128,7 +128,7 @@ def test_kinds_extensionless_docs_and_build_files(tmp_path):
         "docs/random": "not a known name\n", "LICENSE": "MIT\n", "Readme": "hello\n",
         "CMakeLists.txt": "project(x)\n", "cmake/FindFoo.cmake": "find_path(FOO foo.h)\n",
         "Makefile": "all:\n\ttrue\n", "src/k.cu": CODE, "src/c.c": CODE, "src/h.hpp": CODE,
-        "docs/guide.rst": "Guide\n=====\n", "notes.txt": "x\n", "data.csv": "1,2\n",
+        "src/k.hip": CODE, "docs/guide.rst": "Guide\n=====\n", "notes.txt": "x\n", "data.csv": "1,2\n",
         "image.png": b"\x89PNG\r\n",
     })
     kinds = {f.path: (f.language, f.category) for f in collect(tmp_path).files}
@@ -136,6 +136,7 @@ def test_kinds_extensionless_docs_and_build_files(tmp_path):
         "INSTALL": ("text", "doc"), "TUNING": ("text", "doc"), "Readme": ("text", "doc"),
         "CMakeLists.txt": ("cmake", "build"), "cmake/FindFoo.cmake": ("cmake", "build"),
         "Makefile": ("make", "build"), "src/k.cu": ("cuda", "code"), "src/c.c": ("c", "code"),
+        "src/k.hip": ("hip", "code"),
         "src/h.hpp": ("cpp", "code"), "docs/guide.rst": ("rst", "doc"),
         "notes.txt": ("text", "doc"),
         # not known by name: text recognised by content, chunked as config/data windows
@@ -150,6 +151,9 @@ def test_kinds_extensionless_docs_and_build_files(tmp_path):
     ("core/FieldSolver.h", "code", "src"),
     ("tests/test_solver.cpp", "code", "test"),
     ("unit_tests/io/reader.cpp", "code", "test"),
+    ("unit_test/tstNeighbor.hpp", "code", "test"),
+    ("src/tstIntegrator.hpp", "code", "test"),
+    ("src/tstats.cpp", "code", "src"),
     ("src/solver_test.cpp", "code", "test"),
     ("src/SolverTest.cpp", "code", "test"),
     ("src/TestSolver.cpp", "code", "test"),

@@ -706,3 +706,91 @@ def test_one_data_file_unless_the_question_asks_for_them(tmp_path):
     assert len(decks([h.chunk.path for h in asked])) >= 2
     listed = engine_with(ix).search("time step limit", k=4, paths=["inputs"])
     assert len(decks([h.chunk.path for h in listed])) == 3
+
+
+def test_a_threads_question_shows_the_port_that_runs_threads(tmp_path):
+    # The serial reference is the plainest port, so it is shown by default; a question about
+    # threads is answered by the threaded copy, the plainest of those that run threads.
+    files = {"ports/ref/update.cpp": _REF_UPDATE, "ports/omp/update.cpp": _THREADED_UPDATE,
+             "ports/gpu/update.cpp": "// Relaxes u towards w.\n" + _DEVICE_UPDATE}
+    for port in ("ref", "omp", "gpu"):
+        files[f"ports/{port}/halo.cpp"] = ("// Copies the halo cells.\nvoid halo(double* u, int n)"
+                                           " {\n  u[0] = u[n - 2];\n  u[n - 1] = u[1];\n}\n")
+    ix = index_of(tmp_path, files)
+
+    def shown(q, change=None):
+        return [h.chunk.path for h in engine_with(ix, change).search(q, k=3)
+                if h.chunk.path.endswith("/update.cpp")]
+
+    assert shown("Where is u relaxed towards w?") == ["ports/ref/update.cpp"]
+    threads = "How is the relaxation of u towards w split among threads?"
+    assert shown(threads) == ["ports/omp/update.cpp"]
+    # Switched off (a pattern no code matches), the reference is shown again.
+    assert shown(threads, lambda s: setattr(s.retrieval, "thread_cue", r"\bnever-asked\b")) \
+        == ["ports/ref/update.cpp"]
+
+
+def test_a_run_setup_question_lifts_the_code_that_reads_the_options(tmp_path):
+    # The solver file uses the question's words most; the option reader compares the command
+    # line against literal option names, which is where the run is set up.
+    files = {
+        "src/options.cpp": "// Reads the command line.\nvoid read_args(int argc, char** argv, "
+                           "Config& c) {\n  for (int i = 1; i < argc; ++i) {\n"
+                           "    if (strcmp(argv[i], \"--solver\") == 0) c.kind = argv[++i];\n"
+                           "    else if (strcmp(argv[i], \"--tolerance\") == 0) "
+                           "c.tol = atof(argv[++i]);\n"
+                           "    else if (strcmp(argv[i], \"--steps\") == 0) "
+                           "c.steps = atoi(argv[++i]);\n  }\n}\n",
+        "src/solver.cpp": "// The linear solver iterates until the residual is below the "
+                          "tolerance.\nvoid linear_solver_iterate(double tolerance, int steps) "
+                          "{\n  double residual = 1.0;\n  for (int i = 0; i < steps && residual"
+                          " > tolerance; ++i) residual *= 0.5;\n}\n",
+        "src/report.cpp": "// Prints the linear solver's residual and tolerance.\n"
+                          "void report(double residual, double tolerance) { (void)residual; "
+                          "(void)tolerance; }\n",
+    }
+    ix = index_of(tmp_path, files)
+    q = "How do I choose the linear solver and its tolerance on the command line?"
+
+    def ranked(change=None):
+        hits = engine_with(ix, change).search(q, k=3)
+        return [h.chunk.path for h in hits], {h.chunk.path for h in hits
+                                               if any("option_code" in w for w in h.why)}
+
+    top, marked = ranked()
+    assert marked == {"src/options.cpp"} and top[0] == "src/options.cpp", top
+    top_off, marked_off = ranked(lambda s: setattr(s.rerank.weights, "option_code", 0.0))
+    assert not marked_off and top_off.index("src/options.cpp") > 0, top_off
+    # Where the code merely is, or how to build it, is no question about run options.
+    assert not any("option_code" in w for h in engine_with(ix).search(
+        "Where is the residual of the linear solver reduced?", k=3) for w in h.why)
+
+
+def test_a_base_class_question_brings_the_class_other_files_derive_from(tmp_path):
+    # Two backends in their own files implement one interface; a header of helpers derives
+    # its classes from a local base inside the same file, which is no shared interface.
+    files = {
+        "src/backend.h": "// Interface of a compute backend.\nclass Backend {\npublic:\n"
+                         "  virtual void copy(double* a, const double* b, int n) = 0;\n"
+                         "  virtual double dot(const double* a, const double* b, int n) = 0;\n};\n",
+        "src/serial/serial_backend.h": "#include \"../backend.h\"\n// Loops on one core.\n"
+                                       "class SerialBackend : public Backend {\npublic:\n"
+                                       "  void copy(double* a, const double* b, int n) override;\n"
+                                       "  double dot(const double* a, const double* b, int n) "
+                                       "override;\n};\n",
+        "src/threads/thread_backend.h": "#include \"../backend.h\"\n// Loops on many cores.\n"
+                                        "class ThreadBackend : public Backend {\npublic:\n"
+                                        "  void copy(double* a, const double* b, int n) "
+                                        "override;\n  double dot(const double* a, const double* "
+                                        "b, int n) override;\n};\n",
+        "src/util/wrappers.h": "// Implementation wrappers of the timer.\nclass Wrapper { int h; };"
+                               "\nclass TimerWrapper : public Wrapper { int t; };\n"
+                               "class ClockWrapper : public Wrapper { int c; };\n",
+    }
+    ix = index_of(tmp_path, files)
+    q = "What must every implementation provide?"
+    hits = engine_with(ix).search(q, k=4)
+    marked = {h.chunk.path for h in hits if any(w.startswith("base class") for w in h.why)}
+    assert marked == {"src/backend.h"}, [(h.chunk.path, h.why) for h in hits]
+    off = engine_with(ix, lambda s: setattr(s.retrieval.base_classes, "enabled", False))
+    assert not any(w.startswith("base class") for h in off.search(q, k=4) for w in h.why)

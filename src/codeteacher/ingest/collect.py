@@ -22,17 +22,19 @@ from ..contracts.settings import CollectSettings
 from ..index.files import RefusedFile, read_repo_file
 
 _LANG_BY_EXT = {
-    ".c": "c", ".cu": "cuda", ".cuh": "cuda",
+    ".c": "c", ".cu": "cuda", ".cuh": "cuda", ".hip": "hip",
     ".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text",
     ".cmake": "cmake",
 }
 # Folder names that say what a file is for; matched on any path component.
 _TEST_DIRS = {"test", "tests", "testing", "unit_tests", "unittests", "unittest", "unit-tests",
-              "gtest", "ctest", "regression", "regressions", "integration_tests"}
+              "unit_test", "unit-test", "testsuite", "test_suite", "tst", "gtest", "ctest",
+              "regression", "regressions", "integration_tests"}
 _EXAMPLE_DIRS = {"example", "examples", "demo", "demos", "tutorial", "tutorials", "sample",
                  "samples", "apps", "applications", "miniapps", "mini-apps", "mini_apps",
                  "benchmarks", "benchmark", "bench", "showcase"}
-_TEST_FILE = re.compile(r"^(test|Test)[_A-Z]|(_test|_tests|Test|Tests)$|^test$")
+# test_x, TestX, tstX (a common short prefix), x_test, XTest; not "testbed.c" or "latest.h".
+_TEST_FILE = re.compile(r"^(test|Test|tst)[_A-Z]|(_test|_tests|Test|Tests)$|^test$")
 _DOC_DIRS = {"doc", "docs", "documentation", "manual", "manuals", "guide", "guides"}
 
 

@@ -30,6 +30,7 @@ class PortRules:
     max_bytes: int | None = None  # collect.max_file_bytes: files read for their words
     by_folder: bool = False  # retrieval.plainest_port: one port per answer
     device: str = ""  # retrieval.device_constructs: device-code lines ("" = not counted)
+    threads: str = ""  # retrieval.thread_constructs when the question asks about CPU threads
 
 
 @lru_cache(maxsize=50000)
@@ -104,9 +105,16 @@ def _plainest(store: IndexStore, name: str, rules: PortRules = PortRules()) -> s
     (`_port_plainness`) comes first, so that one answer stays in one port. Computed once per
     family and loaded index."""
     name = family_key(store, name)
-    cache = store.memo(f"plainest:{rules.by_folder}:{rules.device}")
+    cache = store.memo(f"plainest:{rules.by_folder}:{rules.device}:{rules.threads}")
     if name not in cache:
         own = _own_words(store, name, rules.max_bytes)
+        if rules.threads:
+            # A question about CPU threads is answered in a port that runs threads: the serial
+            # reference has none to show.
+            pat = cue_pattern(rules.threads)
+            threaded = {p: n for p, n in own.items()
+                        if pat.search(_COMMENT.sub(" ", _file_text(store, p, rules.max_bytes)))}
+            own = threaded or own
         rank = _port_plainness(store, rules) if rules.by_folder else {}
         cache[name] = min(own, default=None, key=lambda p: (
             tuple(-x for x in rank.get(PurePosixPath(p).parent.as_posix(), (0.0, 0.0))),
@@ -272,7 +280,7 @@ def _plainest_port_file(store: IndexStore, r, family: list[str], asked: set[str]
                         shown: set[str], qvec: np.ndarray, rules: PortRules) -> int | None:
     """A build script or deck of a port folder (same name in mirrored folders) is shown in
     the copy of the port the question names, else in the plainest port folder's copy."""
-    rank = _port_plainness(store, rules)
+    rank = _port_plainness(store, rules)  # (threads do not move build scripts and decks)
     parent = lambda p: PurePosixPath(p).parent.as_posix()  # noqa: E731
     if parent(r.path) not in rank:
         return None

@@ -22,7 +22,7 @@ from ..index.lexical import stem as light_stem
 from .routing import cue_pattern
 
 HEADER_EXT = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".tpp", ".ipp"}
-SOURCE_EXT = {".c", ".cc", ".cpp", ".cxx", ".cu"}
+SOURCE_EXT = {".c", ".cc", ".cpp", ".cxx", ".cu", ".hip"}
 ENTITY_KINDS_FOR = {
     "function": {"function", "method", "constructor", "destructor", "operator", "function_part"},
     "class": {"class", "struct", "union", "enum"},
@@ -107,7 +107,8 @@ def _is_metadata(path: str, names: frozenset[str]) -> bool:
 def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              wanted: list[str], same_file: int, trivial_lines: int, idf,
              flow_min_calls: int = 3, support_cap: int = 3,
-             metadata: frozenset[str] = frozenset(), parallel=None) -> dict[str, float]:
+             metadata: frozenset[str] = frozenset(), parallel=None, options=None,
+             option_min_lines: int = 3) -> dict[str, float]:
     """Named facts about one candidate; `metadata` holds the project-metadata file names
     (licence, changelog) when the question does not ask about them."""
     f: dict[str, float] = {}
@@ -149,7 +150,14 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         f["project_metadata"] = 1.0
     if parallel is not None and c.kind in CODE and parallel.search(c.text):
         f["parallel_code"] = 1.0
+    if options is not None and c.kind in CODE and _count(options, c.text) >= option_min_lines:
+        f["option_code"] = 1.0
     return f
+
+
+@lru_cache(maxsize=50000)
+def _count(pattern: re.Pattern, text: str) -> int:
+    return len(pattern.findall(text))
 
 
 def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
@@ -176,6 +184,11 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
         parallel = cue_pattern(f"(?:{settings.parallel_constructs})|(?:{device_constructs})"
                                if device else settings.parallel_constructs)
 
+    options = None
+    if settings.weights.option_code and intent not in settings.option_skip_intents \
+            and cue_pattern(settings.option_cue).search(asked):
+        options = cue_pattern(settings.option_constructs)
+
     def idf_memo(t: str) -> float:  # the same words are weighed for every candidate
         if t not in memo:
             memo[t] = idf(t)
@@ -185,7 +198,8 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
         r = records[c.idx]
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
                          settings.trivial_lines, idf_memo, settings.flow_min_calls,
-                         settings.file_support_cap, metadata, parallel)
+                         settings.file_support_cap, metadata, parallel, options,
+                         settings.option_min_lines)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..contracts.models import Chunk, SearchHit
 from ..contracts.settings import Settings
+from ..index.layout import node_chunk, sym_node
 from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
 from .literal import match_literals
@@ -89,6 +90,7 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
         c.why.append(f"bm25 #{rank + 1}")
     _feedback(store, qa, rs, get, allowed, cands)
     _exact_tokens(store, qa, rs, get, allowed, settings.collect.max_file_bytes)
+    _base_classes(store, qvec, qa, rs, get, allowed)
     _file_channel(store, qvec, qa, rs, get, allowed, lex, list(cands),
                   rs.file_channel.weight if file_weight is None else file_weight)
 
@@ -189,6 +191,38 @@ def _exact_tokens(store: IndexStore, qa: QueryAnalysis, rs, get, allowed,
             c.fused += et.bonus * m.weight * (1.0 if same_case else et.case_insensitive_factor)
             c.why.append(f"exact '{m.literal}'{'' if same_case else ' (other case)'} "
                          f"in {m.files} file{'s' if m.files > 1 else ''}")
+
+
+def _base_classes(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, get,
+                  allowed) -> None:
+    """Classes that classes in several other files derive from (an interface that other files
+    implement, not a family of helpers inside one header), when the question asks about a
+    base class or what every implementation provides; closest to the question first."""
+    bc = rs.base_classes
+    if not bc.enabled or not cue_pattern(bc.cue).search(qa.question.lower()):
+        return
+    memo = store.memo("base_classes")
+    if "ids" not in memo:
+        memo["ids"] = [i for i, r in enumerate(store.records) if r.kind in ("class", "struct")
+                       and len(_deriving_files(store, r)) >= bc.min_derived]
+    ids = [i for i in memo["ids"] if allowed is None or allowed[i]]
+    if not ids:
+        return
+    sims = np.asarray(store.vectors[ids]) @ qvec
+    for rank, j in enumerate(np.argsort(-sims)[: bc.top]):
+        c = get(ids[int(j)])
+        c.fused += bc.weight / (rs.rrf_k + rank + 1)
+        c.why.append(f"base class #{rank + 1}")
+
+
+def _deriving_files(store: IndexStore, r: Chunk) -> set[str]:
+    """Files other than `r`'s own that hold a class deriving from `r`."""
+    out = set()
+    for t, s in store.edges_in.get(sym_node(r.id), []):
+        i = store.by_id.get(node_chunk(s)) if t == "inherits" else None
+        if i is not None and store.records[i].path != r.path:
+            out.add(store.records[i].path)
+    return out
 
 
 def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, get, allowed,
@@ -424,9 +458,12 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                   rs.one_of_identical, rs.mirror_share,
                   [] if allowed is not None else _file_caps(store, rs, question, qa.wanted))
     if rs.plainest_variant:
+        asked = question.lower()
+        threads = rs.thread_constructs if cue_pattern(rs.thread_cue).search(asked) and not \
+            cue_pattern(settings.rerank.device_cue).search(asked) else ""
         pool = plainest_variants(store, pool, qa.tokens, qvec, PortRules(
             rs.port_share, settings.collect.max_file_bytes, rs.plainest_port,
-            rs.device_constructs))
+            rs.device_constructs, threads))
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

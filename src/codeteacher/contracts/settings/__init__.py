@@ -35,7 +35,7 @@ class Section(BaseModel):
 class CollectSettings(Section):
     code_extensions: list[str] = Field(
         default=[".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl", ".tpp",
-                 ".cu", ".cuh", ".ipp", ".tcc"],
+                 ".cu", ".cuh", ".hip", ".ipp", ".tcc"],
         description="Extensions parsed as C/C++/CUDA.")
     doc_extensions: list[str] = Field(
         default=[".md", ".markdown", ".rst", ".txt"], description="Extensions chunked as docs.")
