@@ -61,6 +61,7 @@ ABLATIONS = {
     "no option-code cue": {"rerank.weights.option_code": 0.0},
     "no threaded port for threads": {"retrieval.thread_cue": r"(?!)"},
     "no base-class channel": {"retrieval.base_classes.enabled": False},
+    "no other-port demotion": {"retrieval.other_port_share": 2.0},
     "no mirrored-folder family": {"retrieval.mirror_share": 2.0},
     "no identical-copy merge": {"retrieval.one_of_identical": False},
     "no callers elsewhere": {f"expansion.profiles.{p}.callers": 0

@@ -215,7 +215,9 @@ def _kernel_files(hits) -> set[str]:
 
 def test_same_name_code_files_are_capped(index):
     capped = engine_with(index, lambda s: setattr(s.retrieval, "max_per_name", 1))
-    free = engine_with(index, lambda s: setattr(s.retrieval, "max_per_name", None))
+    # (With the cap off, the other ports' copies still follow the rest: that rule is off too.)
+    free = engine_with(index, lambda s: (setattr(s.retrieval, "max_per_name", None),
+                                         setattr(s.retrieval, "other_port_share", 2.0)))
     assert len(_kernel_files(free.search(DIFFUSION, k=5))) >= 2
     hits = capped.search(DIFFUSION, k=5)
     assert len(_kernel_files(hits)) == 1
@@ -576,7 +578,8 @@ def test_build_files_of_mirrored_port_folders_are_one_family(tmp_path):
     def shown(change=None):
         return [h.chunk.path for h in engine_with(ix, change).search(q, k=5)]
 
-    off = shown(lambda s: setattr(s.retrieval, "mirror_share", 2.0))
+    off = shown(lambda s: (setattr(s.retrieval, "mirror_share", 2.0),  # (and the other ports'
+                           setattr(s.retrieval, "other_port_share", 2.0)))  # files not last)
     assert len([p for p in off if p.endswith("model.cmake")]) >= 2
     on = shown()
     assert len([p for p in on if p.endswith("model.cmake")]) == 1
@@ -794,3 +797,36 @@ def test_a_base_class_question_brings_the_class_other_files_derive_from(tmp_path
     assert marked == {"src/backend.h"}, [(h.chunk.path, h.why) for h in hits]
     off = engine_with(ix, lambda s: setattr(s.retrieval.base_classes, "enabled", False))
     assert not any(w.startswith("base class") for h in off.search(q, k=4) for w in h.why)
+
+
+def test_a_file_of_another_port_follows_unless_the_question_names_that_port(tmp_path):
+    # omp/ overrides the energy update in a file of its own. A question that does not name
+    # the port is answered in the plainest port (ref/), so the override follows the rest.
+    from codeteacher.retrieval.ports import PortRules, other_port
+
+    files = {"ports/ref/update.cpp": _REF_UPDATE, "ports/omp/update.cpp": _THREADED_UPDATE,
+             "ports/omp/energy_override.cpp": "// Overrides the energy update of the cells.\n"
+                                              "void energy_update(double* e, int n) {\n"
+                                              "  for (int i = 0; i < n; ++i) e[i] *= 0.5;\n}\n",
+             "ports/ref/timer.cpp": "// Reads the clock.\ndouble clock_now(int tick) "
+                                    "{ return 1e-3 * tick; }\n"}
+    for port in ("ref", "omp"):
+        files[f"ports/{port}/halo.cpp"] = ("// Copies the halo cells.\nvoid halo(double* u, int n)"
+                                           " {\n  u[0] = u[n - 2];\n  u[n - 1] = u[1];\n}\n")
+    ix = index_of(tmp_path, files)
+    store = Engine.load(ix, Settings()).store
+    rules = PortRules(by_folder=True, device=Settings().retrieval.device_constructs)
+    assert other_port(store, "ports/omp/energy_override.cpp", {"energy"}, rules, 0.5)
+    assert not other_port(store, "ports/omp/energy_override.cpp", {"openmp"}, rules, 0.5)
+    assert not other_port(store, "ports/ref/timer.cpp", {"clock"}, rules, 0.5)
+    q = "Where is the energy update of the cells overridden?"
+    top = [h.chunk.path for h in engine_with(ix).search(q, k=4)]
+    off = [h.chunk.path for h in engine_with(
+        ix, lambda s: setattr(s.retrieval, "other_port_share", 2.0)).search(q, k=4)]
+    ov, halo = "ports/omp/energy_override.cpp", "ports/ref/halo.cpp"
+    assert off.index(ov) < off.index(halo), off  # it outranks a file of the plainest port
+    assert halo in top and (ov not in top or top.index(ov) > top.index(halo)), top  # not now
+    named = engine_with(ix).search(
+        "Where does the OpenMP version override the energy update of the cells?", k=3)
+    assert ov in [h.chunk.path for h in named]
+    assert not any("another port" in w for h in named for w in h.why)

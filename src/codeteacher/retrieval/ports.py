@@ -303,3 +303,29 @@ def _plainest_port_file(store: IndexStore, r, family: list[str], asked: set[str]
         return store.file_record_index(best)
     sims = np.asarray(store.vectors[inner]) @ qvec
     return inner[int(np.argmax(sims))]
+
+
+def other_port(store: IndexStore, path: str, asked: set[str], rules: PortRules,
+               share: float, min_shared: int = 2) -> bool:
+    """True for a file of a port folder other than the plainest one (a folder whose file
+    stems overlap the plainest folder's by at least `share`, Jaccard, and in `min_shared`
+    stems at least: one shared name does not make two folders ports) that the question does
+    not name: its files (an override, a backend helper, a second copy that the family cap
+    lets through) belong to another port's answer, not to the one shown."""
+    rank = _port_plainness(store, rules)
+    folder = PurePosixPath(path).parent.as_posix()
+    if folder not in rank:
+        return False
+    stems = store.memo("folder_stems")
+    if not stems:
+        for p in store.manifest.files:
+            pp = PurePosixPath(p)
+            stems.setdefault(pp.parent.as_posix(), set()).add(pp.stem.lower())
+    plain = max(rank, key=lambda f: (rank[f], f == folder))
+    if plain == folder:
+        return False
+    a, b = stems.get(folder, set()), stems.get(plain, set())
+    if len(a & b) < max(min_shared, share * len(a | b)):
+        return False
+    own = set(tokenize(folder)) - set(tokenize(plain))
+    return not any(f in asked or any(abbreviates(f, w) for w in asked) for f in own)

@@ -19,7 +19,7 @@ from ..index.layout import node_chunk, sym_node
 from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
 from .literal import match_literals
-from .ports import PortRules, family_key, is_code_name, mirrored, plainest_twin
+from .ports import PortRules, family_key, is_code_name, mirrored, other_port, plainest_twin
 from .query import QueryAnalysis, analyze
 from .routing import cue_pattern
 
@@ -461,9 +461,20 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         asked = question.lower()
         threads = rs.thread_constructs if cue_pattern(rs.thread_cue).search(asked) and not \
             cue_pattern(settings.rerank.device_cue).search(asked) else ""
-        pool = plainest_variants(store, pool, qa.tokens, qvec, PortRules(
-            rs.port_share, settings.collect.max_file_bytes, rs.plainest_port,
-            rs.device_constructs, threads))
+        rules = PortRules(rs.port_share, settings.collect.max_file_bytes, rs.plainest_port,
+                          rs.device_constructs, threads)
+        pool = plainest_variants(store, pool, qa.tokens, qvec, rules)
+        if rs.plainest_port and rs.other_port_share <= 1 and not threads:
+            # One answer stays in one port: files of other ports that the question does not
+            # name follow the rest (not when it asks about threads: then the port shown is
+            # one that runs them, not the plainest).
+            asked_words = set(qa.tokens)
+            later = [c for c in pool if other_port(store, store.records[c.idx].path,
+                                                   asked_words, rules, rs.other_port_share,
+                                                   rs.other_port_min_shared)]
+            for c in later:
+                c.why.append("file of another port (shown after the rest)")
+            pool = [c for c in pool if c not in later] + later
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

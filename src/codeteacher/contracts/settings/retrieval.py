@@ -488,6 +488,13 @@ class RetrievalSettings(_S):
                     "first. A CPU reference that device ports were stripped from has more "
                     "words of its own than they do, but no device code (recall@5 up on two "
                     "held-aside codes, level on the rest). '' = not counted.")
+    other_port_share: float = Field(default=0.5, ge=0, description="With plainest_port: a "
+                                    "file of another port folder (file stems overlapping the "
+                                    "plainest port's by this share, Jaccard) that the question "
+                                    "does not name follows the other picks; above 1 = off.")
+    other_port_min_shared: int = Field(default=2, ge=1, description="File stems the two "
+                                       "folders must share at least for other_port_share: one "
+                                       "shared name (util.cpp) does not make folders ports.")
     port_share: float = Field(default=0.5, ge=0, le=1, description="Share of the shortest "
                               "file's functions the picked file must define too for the two to "
                               "be ports of one thing (not unrelated files sharing a name).")
