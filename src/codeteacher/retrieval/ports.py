@@ -84,15 +84,21 @@ def mirrored(store: IndexStore, a: str, b: str, share: float) -> bool:
     holds its own build file, kernels and headers under the same names)."""
     if share > 1:
         return False
+    names = _folder_names(store)
+    fa = names.get(PurePosixPath(a).parent.as_posix(), set())
+    fb = names.get(PurePosixPath(b).parent.as_posix(), set())
+    union = len(fa | fb)
+    return union > 2 and len(fa & fb) >= share * union
+
+
+def _folder_names(store: IndexStore) -> dict[str, set[str]]:
+    """Folder -> the names of the files directly in it (once per loaded index)."""
     names = store.memo("folder_names")
     if not names:
         for p in store.manifest.files:
             pp = PurePosixPath(p)
             names.setdefault(pp.parent.as_posix(), set()).add(pp.name)
-    fa = names.get(PurePosixPath(a).parent.as_posix(), set())
-    fb = names.get(PurePosixPath(b).parent.as_posix(), set())
-    union = len(fa | fb)
-    return union > 2 and len(fa & fb) >= share * union
+    return names
 
 
 _PORT_KINDS = {"function", "method", "constructor", "destructor", "operator", "class", "struct"}
@@ -113,7 +119,7 @@ def _plainest(store: IndexStore, name: str, rules: PortRules = PortRules()) -> s
             # reference has none to show.
             pat = cue_pattern(rules.threads)
             threaded = {p: n for p, n in own.items()
-                        if pat.search(_COMMENT.sub(" ", _file_text(store, p, rules.max_bytes)))}
+                        if pat.search(_code_text(store, p, rules.max_bytes))}
             own = threaded or own
         rank = _port_plainness(store, rules) if rules.by_folder else {}
         cache[name] = min(own, default=None, key=lambda p: (
@@ -175,8 +181,7 @@ def _port_namer(store: IndexStore, members: list[str], asked: set[str],
 
     def named(p: str) -> int | None:
         own = folders[p] - common
-        hit = {f for f in own if (f in asked or any(abbreviates(f, w) for w in asked))
-               and not shared(p, f)}
+        hit = {f for f in own if asks_for(f, asked) and not shared(p, f)}
         return len(own - hit) if hit else None
     return named
 
@@ -208,8 +213,8 @@ def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[floa
                 folder = PurePosixPath(p).parent.as_posix()
                 seen[folder] += 1
                 if pat is not None:
-                    code = _COMMENT.sub(" ", _file_text(store, p, rules.max_bytes))
-                    device[folder] += sum(1 for ln in code.splitlines() if pat.search(ln))
+                    device[folder] += sum(1 for ln in _code_text(store, p, rules.max_bytes)
+                                          .splitlines() if pat.search(ln))
             # Members equally plain (identical copies, most often) share the win: a tie
             # broken by path would crown whichever folder sorts first.
             least = min(own.values())
@@ -222,11 +227,21 @@ def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[floa
     return memo
 
 
+def _code_text(store: IndexStore, path: str, max_bytes: int | None) -> str:
+    """The file's text with its comments left out: a commented-out call is no code."""
+    return _COMMENT.sub(" ", _file_text(store, path, max_bytes))
+
+
 def _file_text(store: IndexStore, path: str, max_bytes: int | None) -> str:
     text = store.repo_text(path, max_bytes)
     if text is None:  # repository moved since indexing: what the records hold of it
         return "\n".join(store.records[i].text for i in store.members(path))
     return text
+
+
+def asks_for(folder_word: str, asked: set[str]) -> bool:
+    """The question names a folder word: as one of its words, or by a word it abbreviates."""
+    return folder_word in asked or any(abbreviates(folder_word, w) for w in asked)
 
 
 @lru_cache(maxsize=200000)
@@ -316,16 +331,19 @@ def other_port(store: IndexStore, path: str, asked: set[str], rules: PortRules,
     folder = PurePosixPath(path).parent.as_posix()
     if folder not in rank:
         return False
-    stems = store.memo("folder_stems")
-    if not stems:
-        for p in store.manifest.files:
-            pp = PurePosixPath(p)
-            stems.setdefault(pp.parent.as_posix(), set()).add(pp.stem.lower())
-    plain = max(rank, key=lambda f: (rank[f], f == folder))
-    if plain == folder:
+    plain = max(rank, key=rank.get)  # the first of equally plain folders, as before
+    if rank[folder] == rank[plain]:  # equally plain: one of the plainest itself
         return False
-    a, b = stems.get(folder, set()), stems.get(plain, set())
+    a, b = _folder_stems(store, folder), _folder_stems(store, plain)
     if len(a & b) < max(min_shared, share * len(a | b)):
         return False
     own = set(tokenize(folder)) - set(tokenize(plain))
-    return not any(f in asked or any(abbreviates(f, w) for w in asked) for f in own)
+    return not any(asks_for(f, asked) for f in own)
+
+
+def _folder_stems(store: IndexStore, folder: str) -> set[str]:
+    stems = store.memo("folder_stems")
+    if folder not in stems:
+        stems[folder] = {PurePosixPath(n).stem.lower()
+                         for n in _folder_names(store).get(folder, set())}
+    return stems[folder]

@@ -384,6 +384,18 @@ def plainest_variants(store: IndexStore, chosen: list[Candidate], question_token
     return out
 
 
+def other_ports_last(store: IndexStore, pool: list[Candidate], question_tokens: list[str],
+                     rules: PortRules, share: float, min_shared: int) -> list[Candidate]:
+    """One answer stays in one port: picks from the files of other port folders that the
+    question does not name (`ports.other_port`) follow the rest, in their order."""
+    asked = set(question_tokens)
+    later = [c for c in pool if other_port(store, store.records[c.idx].path, asked, rules,
+                                           share, min_shared)]
+    for c in later:
+        c.why.append("file of another port (shown after the rest)")
+    return [c for c in pool if c not in later] + later
+
+
 def _file_caps(store: IndexStore, rs, question: str, wanted: list[str]) -> list[FileCap]:
     """One data file (decks, reference outputs) unless the question asks about them; two
     documents unless it asks for documentation."""
@@ -465,16 +477,9 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                           rs.device_constructs, threads)
         pool = plainest_variants(store, pool, qa.tokens, qvec, rules)
         if rs.plainest_port and rs.other_port_share <= 1 and not threads:
-            # One answer stays in one port: files of other ports that the question does not
-            # name follow the rest (not when it asks about threads: then the port shown is
-            # one that runs them, not the plainest).
-            asked_words = set(qa.tokens)
-            later = [c for c in pool if other_port(store, store.records[c.idx].path,
-                                                   asked_words, rules, rs.other_port_share,
-                                                   rs.other_port_min_shared)]
-            for c in later:
-                c.why.append("file of another port (shown after the rest)")
-            pool = [c for c in pool if c not in later] + later
+            # (Not for a threads question: the port shown then runs threads, not the plainest.)
+            pool = other_ports_last(store, pool, qa.tokens, rules, rs.other_port_share,
+                                    rs.other_port_min_shared)
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

@@ -223,8 +223,9 @@ class RerankSettings(_S):
         description="A line of code that reads the command line, or a condition on a literal "
                     "word (an option or keyword name: `strcmp(arg, \"--steps\")`, "
                     "`starts_with(\"end_time\", line)`).")
-    option_min_lines: int = Field(default=3, ge=1, description="Lines of option_constructs "
-                                  "that make a chunk an option reader (one check is not).")
+    option_min_lines: int = Field(default=3, ge=1, description="Matches of option_constructs "
+                                  "(about one per line that reads or tests an option) that make "
+                                  "a chunk an option reader (one check is not).")
     trivial_lines: int = Field(default=2, description="Code chunks this short without a comment "
                                "count as low-signal.")
     flow_min_calls: int = Field(default=3, description="Calls that make a function a flow "
