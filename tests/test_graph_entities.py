@@ -358,3 +358,33 @@ def test_calls_to_alternatives_resolve_to_each_of_them(tmp_path):
             _sym(chunks, "smooth", "ports/threads/kernel.cpp")} <= called
     names = {t.split("#")[1].split("@")[0].split(":", 1)[1] for t in called}
     assert not {"Timer::reset", "Lattice::reset", "clamp", "(anonymous)::pad"} & names, names
+
+
+MACROS = {
+    # A function-like macro is invoked like a function; the parser sees no preprocessor.
+    "src/index.h": "#pragma once\n#define index2d(i, j, nx) ((i) + (j) * (nx))\n",
+    "src/util.h": "#pragma once\n#define MIN(a, b) ((a) < (b) ? (a) : (b))\n",
+    "src/solver.cpp": '#include "index.h"\n#include "util.h"\n'
+                      "double weight(int i) { return 0.5 * i; }\n"
+                      "double norm(int i) { return 2.0 * i; }\n"
+                      "double sweep(int n) {\n  double s = 0;\n"
+                      "  for (int i = 0; i < n; ++i) s += MIN(weight(index2d(i, 1, n)), norm(i));\n"
+                      "  return s;\n}\n",
+}
+
+
+def test_a_function_like_macro_use_is_a_call_edge_but_no_call_chain_member(tmp_path):
+    # "Who uses this macro" is "who calls this function"; a chain stays one of functions, or
+    # MIN/MAX would root a chain at most functions.
+    from codeteacher.ingest.entities import call_chain_entities
+
+    work, structure = _graph_of(tmp_path, MACROS)
+    chunks = read_jsonl(work / L.CHUNKS, Chunk)
+    sweep = _sym(chunks, "sweep")
+    macros = {_sym(chunks, "index2d"), _sym(chunks, "MIN")}
+    called = {t for s_, t in _edges(structure, "call") if s_ == sweep}
+    assert macros | {_sym(chunks, "weight"), _sym(chunks, "norm")} <= called
+    chain = next(e for e in call_chain_entities(chunks, structure)
+                 if e.id == f"chain:{sweep[4:]}")
+    assert set(chain.members) == {sweep[4:], _sym(chunks, "weight")[4:], _sym(chunks, "norm")[4:]}
+    assert "index2d" not in chain.text and "MIN" not in chain.text.split("calls")[1]

@@ -830,3 +830,43 @@ def test_a_file_of_another_port_follows_unless_the_question_names_that_port(tmp_
         "Where does the OpenMP version override the energy update of the cells?", k=3)
     assert ov in [h.chunk.path for h in named]
     assert not any("another port" in w for h in named for w in h.why)
+
+
+def test_a_caller_in_another_ports_copy_of_a_shown_file_gives_way(tmp_path):
+    # Two ports each run the relaxation from their driver. With the reference driver shown,
+    # the threaded driver (its copy, shown as the same file) would add nothing: the slot goes
+    # to the caller in a file of its own, even when the copy is closer to the question.
+    from codeteacher.retrieval.expand import expand
+    from codeteacher.retrieval.search import Candidate
+
+    kernel = ("// Jacobi relaxation of the pressure field.\n"
+              "void relax_pressure(double* p, int n) {\n"
+              "  for (int i = 1; i < n - 1; ++i) p[i] = 0.5 * (p[i-1] + p[i+1]);\n}\n")
+    driver = ("void relax_pressure(double* p, int n);\n// Driver loop of the relaxation.\n"
+              "int main() {\n  double pressure[64] = {0};\n"
+              "  for (int step = 0; step < 10; ++step) relax_pressure(pressure, 64);\n"
+              "  return 0;\n}\n")
+    ix = index_of(tmp_path, {
+        "ports/ref/relax.cpp": kernel,
+        "ports/omp/relax.cpp": kernel.replace("  for", "#pragma omp parallel for\n  for"),
+        "ports/ref/driver.cpp": driver,
+        "ports/omp/driver.cpp": driver.replace("  for", "#pragma omp parallel\n  for"),
+        "ports/ref/monitor.cpp": "void relax_pressure(double* p, int n);\n// Checks convergence.\n"
+                                 "double residual(double* p, int n) {\n"
+                                 "  relax_pressure(p, n);\n  return p[0];\n}\n",
+    })
+    store = Engine.load(ix, Settings()).store
+
+    def at(path, name):
+        return next(i for i, r in enumerate(store.records) if r.path == path and r.name == name)
+
+    relax, ref_main = at("ports/ref/relax.cpp", "relax_pressure"), at("ports/ref/driver.cpp", "main")
+    copy = at("ports/omp/driver.cpp", "main")
+    callers = {s for t, s in store.edges_in[f"sym:{store.records[relax].id}"] if t == "call"}
+    assert f"sym:{store.records[copy].id}" in callers  # the copy does call the seed
+    cands = {relax: Candidate(idx=relax, score=1.0), ref_main: Candidate(idx=ref_main, score=0.9)}
+    added = expand(store, cands, [cands[relax], cands[ref_main]], store.vectors[copy],
+                   "minimal", Settings().expansion, lambda i: Candidate(idx=i))
+    assert [(store.records[i].path, rel) for i, rel, _ in added
+            if rel == "caller in another file"] == [("ports/ref/monitor.cpp",
+                                                     "caller in another file")]

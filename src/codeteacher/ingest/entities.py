@@ -105,7 +105,10 @@ def call_chain_entities(chunks: list[Chunk], structure: ProjectStructure,
     callees: dict[str, list[str]] = defaultdict(list)
     callers: dict[str, list[str]] = defaultdict(list)
     for e in structure.edges:
-        if e.type == "call":
+        # A macro use is a call edge too (graph.CALL_TARGETS), but a chain is of functions:
+        # MIN/MAX and loop macros would root a chain at most functions.
+        target = by_node.get(e.target)
+        if e.type == "call" and (target is None or target.kind != "macro"):
             callees[e.source].append(e.target)
             callers[e.target].append(e.source)
     out = []

@@ -1,7 +1,7 @@
 """Structure graph: files, modules (folders) and symbols, with include/call/owns/inherits edges.
 
 Resolution is conservative: an include resolves to a repository file only by path suffix; a
-call resolves by qualified name, else by unqualified name when the candidates can be narrowed
+call (to a function or a function-like macro) resolves by qualified name, else by unqualified name when the candidates can be narrowed
 to the same class, file or namespace, or are unique. A call whose candidates are alternatives of
 one thing also resolves, to all of them: overrides of one virtual method (classes with a common
 base: the call through a base pointer may reach any of them) and one qualified name defined in
@@ -20,6 +20,9 @@ from ..index.layout import file_node, module_node, sym_node
 SYMBOL_KINDS = {"function", "method", "constructor", "destructor", "operator", "class", "struct",
                 "union", "enum", "declaration", "macro", "typedef"}
 CALLABLE = {"function", "method", "constructor", "destructor", "operator"}
+# What a call can reach: a function-like macro is invoked like a function (the parser sees no
+# preprocessor), and "who uses this macro" is the same question as "who calls this function".
+CALL_TARGETS = CALLABLE | {"macro"}
 TYPE_KINDS = {"class", "struct", "union", "enum"}
 # More alternatives than this are not "the" implementations of a call but a name many
 # unrelated things share; such a call stays unresolved.
@@ -149,9 +152,9 @@ def build_structure(files: list[FileRecord], chunks: list[Chunk],
                 unresolved_includes += 1
 
     # Calls.
-    definitions = {k: [c for c in v if c.kind in CALLABLE and not c.is_declaration]
+    definitions = {k: [c for c in v if c.kind in CALL_TARGETS and not c.is_declaration]
                    for k, v in by_name.items()}
-    qual_defs = {k: [c for c in v if c.kind in CALLABLE and not c.is_declaration]
+    qual_defs = {k: [c for c in v if c.kind in CALL_TARGETS and not c.is_declaration]
                  for k, v in by_qual.items()}
     unresolved_calls = 0
     for c in chunks:

@@ -15,6 +15,7 @@ import numpy as np
 from ..contracts.settings.retrieval import ExpansionSettings
 from ..index.layout import chain_root, file_node, node_chunk, node_path, sym_node
 from ..index.store import IndexStore
+from .ports import family_key
 from .query import CODE_EXT
 
 _FILE_WORD = re.compile(r"[\w./+-]+\.[A-Za-z][A-Za-z0-9]{0,5}")
@@ -157,7 +158,11 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         callers = [sym_index(s) for t, s in store.edges_in.get(node, []) if t == "call"]
         callers = [i for i in callers if i is not None]
         if prof.callers:
-            elsewhere = [i for i in callers if records[i].path not in shown]
+            # Another file, not another port's copy of a file shown: that copy is shown as
+            # the same file (search.plainest_variants), so it would add nothing.
+            families = {family_key(store, p) for p in shown}
+            elsewhere = [i for i in callers if records[i].path not in shown
+                         and family_key(store, records[i].path) not in families]
             for i in _best_by_similarity(store, elsewhere, qvec, prof.callers):
                 if add(i, "caller in another file", seed, "other_file"):
                     shown.add(records[i].path)
