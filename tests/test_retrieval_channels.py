@@ -398,8 +398,8 @@ def test_one_answer_stays_in_the_plainest_port_folder(tmp_path):
     ix = index_of(tmp_path, files)
     store = Engine.load(ix, Settings()).store
     assert _plainest(store, "pairs.cpp") == "md/threads/pairs.cpp"  # file by file
-    assert _port_plainness(store, PortRules()) == {"md/base": (1.0, 0.75),
-                                                   "md/threads": (1.0, 0.25)}
+    assert _port_plainness(store, PortRules()) == {"md/base": (1.0, 0.75, 0.0),
+                                                   "md/threads": (1.0, 0.25, 0.0)}
     assert _plainest(store, "pairs.cpp", PortRules(by_folder=True)) == "md/base/pairs.cpp"
     q = "Where are the pair energies of neighbouring atoms summed?"
     shown = {h.chunk.path for h in Engine.load(ix, Settings()).search(q, k=3)}
@@ -446,9 +446,33 @@ def test_identical_port_files_do_not_decide_the_plainest_port(tmp_path):
     files["md/ref/stencil.cpp"] = _REF_UPDATE
     files["md/alt/stencil.cpp"] = _THREADED_UPDATE
     store = Engine.load(index_of(tmp_path, files), Settings()).store
-    assert _port_plainness(store, PortRules()) == {"md/alt": (1.0, 0.375),
-                                                   "md/ref": (1.0, 0.625)}
+    assert _port_plainness(store, PortRules()) == {"md/alt": (1.0, 0.375, 0.0),
+                                                   "md/ref": (1.0, 0.625, 0.0)}
     assert _plainest(store, "halo.cpp", PortRules(by_folder=True)) == "md/ref/halo.cpp"
+
+
+def test_ports_the_code_cannot_tell_apart_are_shown_in_the_reference_named_one(tmp_path):
+    # Identical copies in every port folder: no member is plainer, and path order would
+    # crown whichever folder sorts first. A folder word that says "reference" decides.
+    from codeteacher.retrieval.ports import PortRules, _plainest, _port_plainness
+
+    files = {f"app/{tree}/{name}.cpp": f"// Step {name}.\nvoid {name}(double* x, int n) {{\n"
+                                       f"  for (int i = 0; i < n; ++i) x[i] += 1.0;\n}}\n"
+             for tree in ("alpha", "serial", "zeta") for name in ("halo", "pack", "unpack")}
+    ix = index_of(tmp_path, files)
+    store = Engine.load(ix, Settings()).store
+    cue = Settings().retrieval.reference_port_cue
+    assert _port_plainness(store, PortRules(reference=cue))["app/serial"][2] == 1.0
+    assert _plainest(store, "pack.cpp", PortRules(by_folder=True)) == "app/alpha/pack.cpp"
+    assert _plainest(store, "pack.cpp", PortRules(by_folder=True, reference=cue)) == \
+        "app/serial/pack.cpp"
+
+    def shown(change=None):
+        return [h.chunk.path for h in engine_with(ix, change).search(
+            "Where is the halo stepped?", k=3)]
+    assert shown()[0] == "app/serial/halo.cpp", shown()
+    off = shown(lambda s: setattr(s.retrieval, "reference_port_cue", ""))
+    assert off[0] == "app/alpha/halo.cpp", off
 
 
 def test_a_cpu_reference_beats_device_ports_stripped_from_it(tmp_path):
@@ -471,7 +495,8 @@ def test_a_cpu_reference_beats_device_ports_stripped_from_it(tmp_path):
     store = Engine.load(index_of(tmp_path, files), Settings()).store
     device = Settings().retrieval.device_constructs
     by_words = PortRules(by_folder=True)
-    assert _port_plainness(store, by_words) == {"cpu": (1.0, 0.0), "gpu": (1.0, 1.0)}
+    assert _port_plainness(store, by_words) == {"cpu": (1.0, 0.0, 0.0),
+                                                  "gpu": (1.0, 1.0, 0.0)}
     assert _plainest(store, "lookup.cpp", by_words) == "gpu/lookup.cpp"
     with_device = PortRules(by_folder=True, device=device)
     assert _port_plainness(store, with_device)["cpu"][0] == 1.0
@@ -870,3 +895,23 @@ def test_a_caller_in_another_ports_copy_of_a_shown_file_gives_way(tmp_path):
     assert [(store.records[i].path, rel) for i, rel, _ in added
             if rel == "caller in another file"] == [("ports/ref/monitor.cpp",
                                                      "caller in another file")]
+
+
+def test_an_answer_is_filled_past_a_pool_of_port_copies(tmp_path):
+    # Eight port folders hold the best matches, one answer among them; the pick must go on
+    # to the next candidates rather than return a short answer.
+    files = {f"ports/p{n}/relax.cpp": f"// Jacobi relaxation sweep, port {n}.\n"
+                                      f"void relax(double* p, int m) {{\n  for (int i = 1; i < m; ++i)"
+                                      f" p[i] = 0.5 * (p[i-1] + p[{n} % m]);\n}}\n"
+             for n in range(20)}
+    files |= {f"io/out_{n}.cpp": f"// Writes sweep {n}.\nvoid write_{n}(const double* p) {{}}\n"
+              for n in range(4)}
+    ix = index_of(tmp_path, files)
+
+    def paths(change=None):
+        return [h.chunk.path for h in engine_with(ix, change).search(
+            "How does the Jacobi relaxation sweep work?", k=2)]
+    # (The pick looks through 4 x 2k candidates, here all port copies.)
+    few = lambda s: setattr(s.retrieval, "select_pool", 1)  # noqa: E731
+    got = paths(few)
+    assert len(got) == 2 and sum("/relax.cpp" in p for p in got) == 1, got

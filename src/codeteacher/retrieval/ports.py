@@ -31,6 +31,7 @@ class PortRules:
     by_folder: bool = False  # retrieval.plainest_port: one port per answer
     device: str = ""  # retrieval.device_constructs: device-code lines ("" = not counted)
     threads: str = ""  # retrieval.thread_constructs when the question asks about CPU threads
+    reference: str = ""  # retrieval.reference_port_cue: folder words of a reference port
 
 
 @lru_cache(maxsize=50000)
@@ -111,7 +112,8 @@ def _plainest(store: IndexStore, name: str, rules: PortRules = PortRules()) -> s
     (`_port_plainness`) comes first, so that one answer stays in one port. Computed once per
     family and loaded index."""
     name = family_key(store, name)
-    cache = store.memo(f"plainest:{rules.by_folder}:{rules.device}:{rules.threads}")
+    cache = store.memo(f"plainest:{rules.by_folder}:{rules.device}:{rules.threads}:"
+                       f"{rules.reference}")
     if name not in cache:
         own = _own_words(store, name, rules.max_bytes)
         if rules.threads:
@@ -189,15 +191,17 @@ def _port_namer(store: IndexStore, members: list[str], asked: set[str],
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
-def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[float, float]]:
+def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[float, ...]]:
     """Per folder holding members of same-named code families, larger is plainer: (1 when its
     files carry the least device code per file of all such folders (`rules.device`, comments
     left out), else 0; the share of its families in which its member has the fewest words of
-    its own, equally plain members sharing the win). A port is a folder. The reference port
+    its own, equally plain members sharing the win; 1 when a word of its path says it is the
+    reference (`rules.reference`: "ref", "serial"), which decides between ports the code
+    cannot tell apart, such as identical copies). A port is a folder. The reference port
     is the serial or CPU version that device ports add offload code to (or strip features
     from: then it has more words of its own, but still no device code), and it is plainest in
     most of its files, even where one file of another port happens to be shorter."""
-    memo = store.memo(f"port_plainness:{rules.device}")
+    memo = store.memo(f"port_plainness:{rules.device}:{rules.reference}")
     if not memo:
         wins: Counter = Counter()
         seen: Counter = Counter()
@@ -223,7 +227,10 @@ def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[floa
                 wins[PurePosixPath(p).parent.as_posix()] += 1 / len(tied)
         per_file = {f: device[f] / n for f, n in seen.items()}
         fewest = min(per_file.values(), default=0.0)
-        memo.update({f: (float(per_file[f] == fewest), wins[f] / n) for f, n in seen.items()})
+        named = cue_pattern(rules.reference) if rules.reference else None
+        memo.update({f: (float(per_file[f] == fewest), wins[f] / n,
+                         float(bool(named and named.search(" ".join(tokenize(f))))))
+                     for f, n in seen.items()})
     return memo
 
 

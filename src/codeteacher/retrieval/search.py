@@ -299,8 +299,15 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     per_name: dict[str, set[str]] = defaultdict(set)
     copy_of: dict[str, str] = {}  # content hash -> the file shown for it
     content = store.manifest.files  # path -> sha256 of the file's bytes
-    pool = list(ranked[: max(4 * k, pool_size)])
-    while pool and len(chosen) < k:
+    size = max(4 * k, pool_size)
+    pool, rest = list(ranked[:size]), ranked[size:]
+    while len(chosen) < k:
+        if not pool:
+            # Copies, ports and capped kinds can use up the pool (a code with a dozen port
+            # folders): the next candidates fill the answer, rather than a short one.
+            if not rest:
+                break
+            pool, rest = list(rest[:size]), rest[size:]
         best, best_score = None, None
         for c in pool:
             r = store.records[c.idx]
@@ -474,7 +481,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         threads = rs.thread_constructs if cue_pattern(rs.thread_cue).search(asked) and not \
             cue_pattern(settings.rerank.device_cue).search(asked) else ""
         rules = PortRules(rs.port_share, settings.collect.max_file_bytes, rs.plainest_port,
-                          rs.device_constructs, threads)
+                          rs.device_constructs, threads, rs.reference_port_cue)
         pool = plainest_variants(store, pool, qa.tokens, qvec, rules)
         if rs.plainest_port and rs.other_port_share <= 1 and not threads:
             # (Not for a threads question: the port shown then runs threads, not the plainest.)

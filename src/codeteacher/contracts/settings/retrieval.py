@@ -489,6 +489,11 @@ class RetrievalSettings(_S):
                     "first. A CPU reference that device ports were stripped from has more "
                     "words of its own than they do, but no device code (recall@5 up on two "
                     "held-aside codes, level on the rest). '' = not counted.")
+    reference_port_cue: Regex = Field(
+        default=r"\b(ref|reference|serial|seq|sequential|baseline)\b",
+        description="Folder words (regex over a folder path's lower-case words) that name a "
+                    "reference port: with plainest_port, of port folders the code cannot tell "
+                    "apart (identical copies, equal plainness), that one is shown. '' = none.")
     other_port_share: float = Field(default=0.5, ge=0, description="With plainest_port: a "
                                     "file of another port folder (file stems overlapping the "
                                     "plainest port's by this share, Jaccard) that the question "
