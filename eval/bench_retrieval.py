@@ -65,6 +65,8 @@ ABLATIONS = {
     "no mirrored-folder family": {"retrieval.mirror_share": 2.0},
     "no identical-copy merge": {"retrieval.one_of_identical": False},
     "no reference-named port": {"retrieval.reference_port_cue": ""},
+    "no callees elsewhere": {f"expansion.profiles.{p}.callees": 0
+                             for p in ("minimal", "balanced", "broad")},
     "no callers elsewhere": {f"expansion.profiles.{p}.callers": 0
                              for p in ("minimal", "balanced", "broad")},
     "3 per file": {"retrieval.max_per_file": 3},

@@ -120,7 +120,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         best = _best_by_similarity(store, members, qvec, 1)
         return best[0] if best else store.file_record_index(path)
 
-    for seed in ranked[: settings.seeds]:
+    for n_seed, seed in enumerate(ranked[: settings.seeds]):
         r = records[seed.idx]
         node = sym_node(r.id)
         # Other files first: the twin that declares or defines, the build file naming it.
@@ -167,6 +167,17 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
                 if add(i, "caller in another file", seed, "other_file"):
                     shown.add(records[i].path)
         calls = [sym_index(d) for t, d in store.edges_out.get(node, []) if t == "call"]
+        if prof.callees and n_seed < settings.callee_seeds:
+            # What the best match calls into in another file (the kernel a driver runs, the
+            # helper that does the work), when the question found it too: the graph confirms
+            # a weak hit rather than adding a guess (added guesses cost other sets).
+            families = {family_key(store, p) for p in shown}
+            away = [i for i in calls if i is not None and i in cands
+                    and records[i].path not in shown and records[i].kind != "macro"
+                    and family_key(store, records[i].path) not in families]
+            for i in _best_by_similarity(store, away, qvec, prof.callees):
+                if add(i, "callee in another file", seed, "other_file"):
+                    shown.add(records[i].path)
         calls = [i for i in dict.fromkeys(calls + callers) if i is not None]
         for i in _best_by_similarity(store, calls, qvec, prof.call):
             add(i, "call neighbour", seed, "expansion")

@@ -248,6 +248,10 @@ class ExpansionProfile(_S):
     callers: int = Field(default=0, description="Callers of a seed function in OTHER files "
                          "(the driver that runs it), at other_file_decay (1 in every profile: "
                          "dev-set recall@5 up on both corpora, v2 unchanged; eval/README.md).")
+    callees: int = Field(default=0, description="Callees of the top seed (callee_seeds) in "
+                         "OTHER files that the question's own channels found too, at "
+                         "other_file_decay (1 in every profile: dev recall@5 up on two "
+                         "corpora, level on six; eval/README.md).")
     bases: int = Field(default=0, description="Base classes of a seed class (another file, the "
                        "interface the class implements).")
 
@@ -257,6 +261,9 @@ class ExpansionSettings(_S):
     seeds: int = Field(default=4, description="Top primary results expanded.")
     decay: float = Field(default=0.45, description="Expansion score = seed score × decay; keeps "
                          "neighbours below strong primary hits.")
+    callee_seeds: int = Field(default=1, ge=0, description="Top seeds whose callees in other "
+                              "files may join (profile.callees): from every seed, a driver's "
+                              "many callees push out better primary hits.")
     other_file_decay: float = Field(default=0.9, description="Decay for neighbours in OTHER "
                                     "files (caller, twin, build file, base class): a multi-file "
                                     "answer needs them next to the seed, not after more of its "
@@ -265,11 +272,11 @@ class ExpansionSettings(_S):
         "Profile name -> caps per relation; routing picks one per intent."),
         default_factory=lambda: {
         "minimal": ExpansionProfile(call=1, owner=1, file_symbols=2, module_files=2, include=0,
-                                    total=3, callers=1),
+                                    total=3, callers=1, callees=1),
         "balanced": ExpansionProfile(call=2, owner=1, file_symbols=3, module_files=4, include=1,
-                                     total=6, callers=1),
+                                     total=6, callers=1, callees=1),
         "broad": ExpansionProfile(call=4, owner=1, file_symbols=4, module_files=6, include=2,
-                                  total=10, callers=1),
+                                  total=10, callers=1, callees=1),
     })
 
 
