@@ -919,20 +919,22 @@ def test_an_answer_is_filled_past_a_pool_of_port_copies(tmp_path):
 
 def test_a_callee_in_another_file_that_the_question_found_joins_the_best_match(tmp_path):
     # The driver is the best match; of what it calls in other files, the kernel the question
-    # also found (weakly) is lifted next to it. A callee the question did not find stays out:
-    # the graph confirms a hit, it does not add a guess.
+    # also found (weakly) is lifted next to it. A callee the question did not find stays out
+    # (the graph confirms a hit, it does not add a guess), and so does an accessor that the
+    # question found: one statement does no work worth showing.
     from codeteacher.retrieval.expand import expand
     from codeteacher.retrieval.search import Candidate
 
     ix = index_of(tmp_path, {
         "src/driver.cpp": "void sweep(double* p, int n);\nvoid log_step(int s);\n"
-                          "// Time loop.\nint main() {\n  double p[8] = {0};\n"
-                          "  for (int s = 0; s < 4; ++s) { sweep(p, 8); log_step(s); }\n"
+                          "int grid_size();\n// Time loop.\nint main() {\n  double p[8] = {0};\n"
+                          "  for (int s = 0; s < 4; ++s) { sweep(p, grid_size()); log_step(s); }\n"
                           "  return 0;\n}\n",
         "src/kernels/sweep.cpp": "// Relaxation sweep.\nvoid sweep(double* p, int n) {\n"
                                  "  for (int i = 1; i < n; ++i) p[i] = 0.5 * (p[i] + p[i-1]);\n}\n",
         "src/io/log.cpp": "#include <cstdio>\n// Step log.\nvoid log_step(int s) "
                           "{ std::printf(\"%d\\n\", s); }\n",
+        "src/grid/size.cpp": "// Grid size.\nint grid_size() {\n  return 8;\n}\n",
     })
     store = Engine.load(ix, Settings()).store
 
@@ -940,21 +942,27 @@ def test_a_callee_in_another_file_that_the_question_found_joins_the_best_match(t
         return next(i for i, r in enumerate(store.records) if r.path == path and r.name == name)
 
     main, kernel = at("src/driver.cpp", "main"), at("src/kernels/sweep.cpp", "sweep")
-    logger = at("src/io/log.cpp", "log_step")
+    logger, size = at("src/io/log.cpp", "log_step"), at("src/grid/size.cpp", "grid_size")
 
-    def run(settings):
-        cands = {main: Candidate(idx=main, score=1.0), kernel: Candidate(idx=kernel, score=0.01)}
-        # Only the driver is a seed (shown); the kernel is a weak candidate further down.
-        added = expand(store, cands, [cands[main]], store.vectors[logger],
-                       "minimal", settings.expansion, lambda i: Candidate(idx=i))
-        return cands, added
+    def run(settings, closest):
+        # Only the driver is a seed (shown); the kernel and the accessor are weak candidates.
+        cands = {main: Candidate(idx=main, score=1.0), kernel: Candidate(idx=kernel, score=0.01),
+                 size: Candidate(idx=size, score=0.01)}
+        expand(store, cands, [cands[main]], store.vectors[closest], "minimal",
+               settings.expansion, lambda i: Candidate(idx=i))
+        return cands
 
-    cands, added = run(Settings())
-    assert cands[kernel].score == pytest.approx(0.9)  # the seed's score x other_file_decay
-    assert any("callee in another file" in w for w in cands[kernel].why)
-    assert logger not in cands or not any("callee" in w for w in cands[logger].why)
+    for closest in (logger, size):  # the question is closest to a callee that may not join
+        cands = run(Settings(), closest)
+        assert cands[kernel].score == pytest.approx(0.9)  # the seed's score x other_file_decay
+        assert any("callee in another file" in w for w in cands[kernel].why)
+        assert cands[size].score == pytest.approx(0.01)
+        assert not any("callee in another file" in w
+                       for w in (cands[logger].why if logger in cands else []))
+    loose = Settings()
+    loose.expansion.callee_min_statements = 0
+    assert run(loose, size)[size].score == pytest.approx(0.9)
     off = Settings()
     for prof in off.expansion.profiles.values():
         prof.callees = 0
-    cands, _ = run(off)
-    assert cands[kernel].score == pytest.approx(0.01)
+    assert run(off, logger)[kernel].score == pytest.approx(0.01)

@@ -170,10 +170,12 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         if prof.callees and n_seed < settings.callee_seeds:
             # What the best match calls into in another file (the kernel a driver runs, the
             # helper that does the work), when the question found it too: the graph confirms
-            # a weak hit rather than adding a guess (added guesses cost other sets).
+            # a weak hit rather than adding a guess (added guesses cost other sets); a
+            # one-statement accessor (`return size;`) does no work worth showing.
             families = {family_key(store, p) for p in shown}
             away = [i for i in calls if i is not None and i in cands
                     and records[i].path not in shown and records[i].kind != "macro"
+                    and records[i].text.count(";") >= settings.callee_min_statements
                     and family_key(store, records[i].path) not in families]
             for i in _best_by_similarity(store, away, qvec, prof.callees):
                 if add(i, "callee in another file", seed, "other_file"):

@@ -264,6 +264,10 @@ class ExpansionSettings(_S):
     callee_seeds: int = Field(default=1, ge=0, description="Top seeds whose callees in other "
                               "files may join (profile.callees): from every seed, a driver's "
                               "many callees push out better primary hits.")
+    callee_min_statements: int = Field(default=2, ge=0, description="Statements (semicolons) "
+                                       "a callee needs to join (profile.callees): an accessor "
+                                       "that returns a member does no work worth showing (a "
+                                       "first look at a held-aside corpus lost one file to one).")
     other_file_decay: float = Field(default=0.9, description="Decay for neighbours in OTHER "
                                     "files (caller, twin, build file, base class): a multi-file "
                                     "answer needs them next to the seed, not after more of its "
