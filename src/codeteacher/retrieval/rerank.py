@@ -108,7 +108,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              wanted: list[str], same_file: int, trivial_lines: int, idf,
              flow_min_calls: int = 3, support_cap: int = 3,
              metadata: frozenset[str] = frozenset(), parallel=None, options=None,
-             option_min_lines: int = 3) -> dict[str, float]:
+             option_min_lines: int = 3, parallel_min: int = 1) -> dict[str, float]:
     """Named facts about one candidate; `metadata` holds the project-metadata file names
     (licence, changelog) when the question does not ask about them."""
     f: dict[str, float] = {}
@@ -148,7 +148,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         f["off_scope"] = 1.0
     if metadata and _is_metadata(c.path, metadata):
         f["project_metadata"] = 1.0
-    if parallel is not None and c.kind in CODE and parallel.search(c.text):
+    if parallel is not None and c.kind in CODE and _count(parallel, c.text) >= parallel_min:
         f["parallel_code"] = 1.0
     if options is not None and c.kind in CODE and _count(options, c.text) >= option_min_lines:
         f["option_code"] = 1.0
@@ -199,7 +199,7 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
                          settings.trivial_lines, idf_memo, settings.flow_min_calls,
                          settings.file_support_cap, metadata, parallel, options,
-                         settings.option_min_lines)
+                         settings.option_min_lines, settings.parallel_min_matches)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta
