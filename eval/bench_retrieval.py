@@ -92,6 +92,20 @@ def with_overrides(settings, overrides: dict):
     return type(settings).model_validate(data)
 
 
+def parse_variant(spec: str) -> dict:
+    """`a.b=1;c.d="x"` -> {"a.b": 1, "c.d": "x"}: one settings variant (values are JSON)."""
+    out = {}
+    for part in filter(None, (p.strip() for p in spec.split(";"))):
+        dotted, sep, raw = part.partition("=")
+        if not sep:
+            raise SystemExit(f"error: --vary expects PATH=JSON, got {part!r}")
+        try:
+            out[dotted.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            raise SystemExit(f"error: --vary value of {dotted.strip()} is not JSON: {raw!r}")
+    return out
+
+
 def _recall(gold: list[str], got: list[str], k: int) -> float:
     seen = set(got[:k])
     return sum(1 for g in gold if g in seen) / len(gold)
@@ -277,16 +291,26 @@ def main() -> int:
     ap.add_argument("--ablation", action="store_true")
     ap.add_argument("--only", action="append", default=[], metavar="LABEL",
                     help="run only these ablation labels (with --ablation)")
+    ap.add_argument("--vary", action="append", default=[], metavar="PATH=JSON[;PATH=JSON]",
+                    help="a settings variant run beside full (e.g. "
+                         "'rerank.weights.file_support=0.002'); repeatable")
     ap.add_argument("--json")
     ap.add_argument("--show-misses", action="store_true")
     args = ap.parse_args()
     if args.v2 and not (args.v2_questions and args.v2_references):
         raise SystemExit("error: --v2 needs --v2-questions and --v2-references")
-    sets = load_sets(args)
     base = load_settings(args.settings)
     runs = ABLATIONS if args.ablation else {"full": {}}
     if args.only:
         runs = {k: v for k, v in runs.items() if k == "full" or k in args.only}
+    for spec in args.vary:
+        runs = {**runs, spec: parse_variant(spec)}
+    for label, overrides in runs.items():  # a wrong path is an error before any run
+        try:
+            with_overrides(base, overrides)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SystemExit(f"error: settings variant {label!r}: {exc}".splitlines()[0])
+    sets = load_sets(args)
     con = Console(width=int(os.environ.get("COLUMNS", 200)))
     results = {}
     for qset in sets:

@@ -1,0 +1,44 @@
+"""`eval/bench_retrieval.py --vary`: a settings variant measured beside the full pipeline. Bad
+variants are one-line errors before any index is loaded."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "eval" / "bench_retrieval.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_retrieval", BENCH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_variant_is_dotted_paths_with_json_values():
+    parse = _bench().parse_variant
+    assert parse('rerank.weights.file_support=0.002; retrieval.reference_port_cue=""') == {
+        "rerank.weights.file_support": 0.002, "retrieval.reference_port_cue": ""}
+    assert parse("expansion.profiles.minimal.callees=0") == {
+        "expansion.profiles.minimal.callees": 0}
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, str(BENCH), "--dev", "missing.json",
+                           "--dev-index", "X=missing", *args],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_bad_variants_fail_in_one_line_before_any_index_is_read():
+    for variant, says in (("rerank.weights.file_support", "expects PATH=JSON"),
+                          ("rerank.top_n=abc", "is not JSON"),
+                          ("rerank.no_such_weight=1", "settings variant"),
+                          ("nowhere.at_all=1", "settings variant")):
+        done = _run("--vary", variant)
+        assert done.returncode != 0, variant
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0] and "Traceback" not in done.stderr, \
+            (variant, done.stderr)
