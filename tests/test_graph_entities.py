@@ -148,6 +148,11 @@ def _edges(structure, typ: str) -> set[tuple[str, str]]:
     return {(e.source, e.target) for e in structure.edges if e.type == typ}
 
 
+def _called_by(structure, node: str) -> set[str]:
+    """The call targets of one graph node."""
+    return {t for s_, t in _edges(structure, "call") if s_ == node}
+
+
 def test_include_edges_resolve_to_repository_files(built):
     structure, _, _ = built
     assert _edges(structure, "include") == {
@@ -350,7 +355,7 @@ def test_calls_to_alternatives_resolve_to_each_of_them(tmp_path):
     work, structure = _graph_of(tmp_path, ALTERNATIVES)
     chunks = read_jsonl(work / L.CHUNKS, Chunk)
     step = _sym(chunks, "step")
-    called = {t for s_, t in _edges(structure, "call") if s_ == step}
+    called = _called_by(structure, step)
     assert {_sym(chunks, "Comm::exchange"), _sym(chunks, "CommSerial::exchange"),
             _sym(chunks, "CommMPI::exchange")} <= called
     assert {_sym(chunks, "CommSerial::reduce"), _sym(chunks, "CommMPI::reduce")} <= called
@@ -382,7 +387,7 @@ def test_a_function_like_macro_use_is_a_call_edge_but_no_call_chain_member(tmp_p
     chunks = read_jsonl(work / L.CHUNKS, Chunk)
     sweep = _sym(chunks, "sweep")
     macros = {_sym(chunks, "index2d"), _sym(chunks, "MIN")}
-    called = {t for s_, t in _edges(structure, "call") if s_ == sweep}
+    called = _called_by(structure, sweep)
     assert macros | {_sym(chunks, "weight"), _sym(chunks, "norm")} <= called
     chain = next(e for e in call_chain_entities(chunks, structure)
                  if e.id == f"chain:{sweep[4:]}")

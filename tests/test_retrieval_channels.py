@@ -97,6 +97,11 @@ def index(tmp_path_factory) -> Path:
     return index_of(tmp_path_factory.mktemp("channels"), REPO)
 
 
+def record_at(store, path: str, name: str) -> int:
+    """The index of the record named `name` in file `path`."""
+    return next(i for i, r in enumerate(store.records) if r.path == path and r.name == name)
+
+
 def engine_with(index: Path, change=None) -> Engine:
     s = Settings()
     if change:
@@ -888,11 +893,9 @@ def test_a_caller_in_another_ports_copy_of_a_shown_file_gives_way(tmp_path):
     })
     store = Engine.load(ix, Settings()).store
 
-    def at(path, name):
-        return next(i for i, r in enumerate(store.records) if r.path == path and r.name == name)
-
-    relax, ref_main = at("ports/ref/relax.cpp", "relax_pressure"), at("ports/ref/driver.cpp", "main")
-    copy = at("ports/omp/driver.cpp", "main")
+    relax = record_at(store, "ports/ref/relax.cpp", "relax_pressure")
+    ref_main = record_at(store, "ports/ref/driver.cpp", "main")
+    copy = record_at(store, "ports/omp/driver.cpp", "main")
     callers = {s for t, s in store.edges_in[f"sym:{store.records[relax].id}"] if t == "call"}
     assert f"sym:{store.records[copy].id}" in callers  # the copy does call the seed
     cands = {relax: Candidate(idx=relax, score=1.0), ref_main: Candidate(idx=ref_main, score=0.9)}
@@ -944,11 +947,10 @@ def test_a_callee_in_another_file_that_the_question_found_joins_the_best_match(t
     })
     store = Engine.load(ix, Settings()).store
 
-    def at(path, name):
-        return next(i for i, r in enumerate(store.records) if r.path == path and r.name == name)
-
-    main, kernel = at("src/driver.cpp", "main"), at("src/kernels/sweep.cpp", "sweep")
-    logger, size = at("src/io/log.cpp", "log_step"), at("src/grid/size.cpp", "grid_size")
+    main, kernel = record_at(store, "src/driver.cpp", "main"), \
+        record_at(store, "src/kernels/sweep.cpp", "sweep")
+    logger, size = record_at(store, "src/io/log.cpp", "log_step"), \
+        record_at(store, "src/grid/size.cpp", "grid_size")
 
     def run(settings, closest):
         # Only the driver is a seed (shown); the kernel and the accessor are weak candidates.

@@ -1,11 +1,12 @@
 """Structure graph: files, modules (folders) and symbols, with include/call/owns/inherits edges.
 
 Resolution is conservative: an include resolves to a repository file only by path suffix; a
-call (to a function or a function-like macro) resolves by qualified name, else by unqualified name when the candidates can be narrowed
-to the same class, file or namespace, or are unique. A call whose candidates are alternatives of
-one thing also resolves, to all of them: overrides of one virtual method (classes with a common
-base: the call through a base pointer may reach any of them) and one qualified name defined in
-several files (ports or build variants, one of which the build links). Everything else is
+call (to a function or a function-like macro) resolves by qualified name, else by unqualified
+name when the candidates can be narrowed to the same class, file or namespace, or are unique.
+A call whose candidates are alternatives of one thing also resolves, to all of them: overrides
+of one virtual method (classes with a common base: the call through a base pointer may reach
+any of them) and one qualified name defined in several files (ports or build variants, one of
+which the build links). Everything else is
 counted as unresolved, never guessed, because wrong edges mislead retrieval more than missing
 ones.
 """

@@ -120,6 +120,13 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         best = _best_by_similarity(store, members, qvec, 1)
         return best[0] if best else store.file_record_index(path)
 
+    def in_own_files(ids: list[int]) -> list[int]:
+        """Those of `ids` not in a file shown, nor in another port's copy of one:
+        plainest_variants shows that copy as the same file, so it would add nothing."""
+        families = {family_key(store, p) for p in shown}
+        return [i for i in ids if records[i].path not in shown
+                and family_key(store, records[i].path) not in families]
+
     for n_seed, seed in enumerate(ranked[: settings.seeds]):
         r = records[seed.idx]
         node = sym_node(r.id)
@@ -158,11 +165,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         callers = [sym_index(s) for t, s in store.edges_in.get(node, []) if t == "call"]
         callers = [i for i in callers if i is not None]
         if prof.callers:
-            # Another file, not another port's copy of a file shown: that copy is shown as
-            # the same file (search.plainest_variants), so it would add nothing.
-            families = {family_key(store, p) for p in shown}
-            elsewhere = [i for i in callers if records[i].path not in shown
-                         and family_key(store, records[i].path) not in families]
+            elsewhere = in_own_files(callers)
             for i in _best_by_similarity(store, elsewhere, qvec, prof.callers):
                 if add(i, "caller in another file", seed, "other_file"):
                     shown.add(records[i].path)
@@ -172,11 +175,9 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
             # helper that does the work), when the question found it too: the graph confirms
             # a weak hit rather than adding a guess (added guesses cost other sets); a
             # one-statement accessor (`return size;`) does no work worth showing.
-            families = {family_key(store, p) for p in shown}
-            away = [i for i in calls if i is not None and i in cands
-                    and records[i].path not in shown and records[i].kind != "macro"
-                    and records[i].text.count(";") >= settings.callee_min_statements
-                    and family_key(store, records[i].path) not in families]
+            away = [i for i in in_own_files([i for i in calls if i is not None and i in cands])
+                    if records[i].kind != "macro"
+                    and records[i].text.count(";") >= settings.callee_min_statements]
             for i in _best_by_similarity(store, away, qvec, prof.callees):
                 if add(i, "callee in another file", seed, "other_file"):
                     shown.add(records[i].path)
