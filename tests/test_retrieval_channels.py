@@ -974,3 +974,49 @@ def test_a_callee_in_another_file_that_the_question_found_joins_the_best_match(t
     for prof in off.expansion.profiles.values():
         prof.callees = 0
     assert run(off, logger)[kernel].score == pytest.approx(0.01)
+
+
+def test_of_several_callers_the_one_the_question_found_joins(tmp_path):
+    # Two drivers call the helper; the question is closer (in embedding space) to one, but its
+    # words found the other. The found one joins; by similarity alone, the other would.
+    from codeteacher.retrieval.expand import expand
+    from codeteacher.retrieval.search import Candidate
+
+    helper = "// Sum over all ranks.\ndouble sum_all(double x) {\n  return x;\n}\n"
+    caller = ("double sum_all(double x);\n// {what}\nvoid {name}(double* r) {{\n"
+              "  r[0] = sum_all(r[0]);\n  r[1] = r[0];\n}}\n")
+    ix = index_of(tmp_path, {
+        "src/comms.cpp": helper,
+        "src/solve_a.cpp": caller.format(what="Main step of the solver.", name="main_step"),
+        "src/solve_b.cpp": caller.format(what="Set-up of the solver.", name="init_step"),
+    })
+    store = Engine.load(ix, Settings()).store
+    seed = record_at(store, "src/comms.cpp", "sum_all")
+    found = record_at(store, "src/solve_a.cpp", "main_step")
+    closest = record_at(store, "src/solve_b.cpp", "init_step")
+
+    def joined(order):
+        s = Settings()
+        s.expansion.neighbour_order = order
+        cands = {seed: Candidate(idx=seed, score=1.0), found: Candidate(idx=found, score=0.02)}
+        expand(store, cands, [cands[seed]], store.vectors[closest], "minimal", s.expansion,
+               lambda i: Candidate(idx=i))
+        return [store.records[i].name for i, c in cands.items()
+                if any(w.startswith(("caller in another file", "also caller in another file"))
+                       for w in c.why)]
+
+    assert Settings().expansion.neighbour_order == "found_first"
+    assert joined("found_first") == ["main_step"]
+    assert joined("similarity") == ["init_step"]
+
+
+def test_a_word_before_an_aside_in_parentheses_is_not_a_call(tmp_path):
+    # "a run (units, steps)" is prose; "run(" or `run` is code.
+    from codeteacher.retrieval.query import analyze
+
+    ix = index_of(tmp_path, {"src/app.cpp": "// The main loop.\nvoid run() {\n  int x = 0;\n}\n"})
+    store = Engine.load(ix, Settings()).store
+    prose = analyze("What sets up a run (units, steps)?", store)
+    assert prose.symbols.get("run", 0.0) < 0.5
+    for code in ("What does run() do?", "What does `run` do?"):
+        assert analyze(code, store).symbols.get("run") == 1.0, code

@@ -28,6 +28,18 @@ def _best_by_similarity(store: IndexStore, ids: list[int], qvec: np.ndarray, n: 
     return [ids[int(j)] for j in np.argsort(-sims)[:n]]
 
 
+def _best_found(store: IndexStore, cands: dict, ids: list[int], qvec: np.ndarray,
+                n: int) -> list[int]:
+    """The neighbours the question itself ranks highest (fused score), then the rest by
+    similarity: among a function's callers, the one the question also found says more."""
+    if not ids or n <= 0:
+        return []
+    sims = np.asarray(store.vectors[ids]) @ qvec
+    order = sorted(range(len(ids)), key=lambda j: (
+        -(cands[ids[j]].score if ids[j] in cands else -1.0), -float(sims[j])))
+    return [ids[j] for j in order[:n]]
+
+
 def _included(store: IndexStore, path: str, qvec: np.ndarray, n: int) -> list[int]:
     """File entities of the files `path` includes, most relevant to the question first (the
     first include is usually a configuration header that says nothing)."""
@@ -114,6 +126,11 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
 
     shown = {records[c.idx].path for c in ranked[: settings.seeds]}
 
+    def pick(ids: list[int], n: int) -> list[int]:
+        if settings.neighbour_order == "found_first":
+            return _best_found(store, cands, ids, qvec, n)
+        return _best_by_similarity(store, ids, qvec, n)
+
     def best_in(path: str) -> int | None:
         members = [i for i in store.by_path.get(path, []) if records[i].kind not in
                    ("declaration", "function_part") and not records[i].is_declaration]
@@ -166,7 +183,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         callers = [i for i in callers if i is not None]
         if prof.callers:
             elsewhere = in_own_files(callers)
-            for i in _best_by_similarity(store, elsewhere, qvec, prof.callers):
+            for i in pick(elsewhere, prof.callers):
                 if add(i, "caller in another file", seed, "other_file"):
                     shown.add(records[i].path)
         calls = [sym_index(d) for t, d in store.edges_out.get(node, []) if t == "call"]
@@ -178,7 +195,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
             away = [i for i in in_own_files([i for i in calls if i is not None and i in cands])
                     if records[i].kind != "macro"
                     and records[i].text.count(";") >= settings.callee_min_statements]
-            for i in _best_by_similarity(store, away, qvec, prof.callees):
+            for i in pick(away, prof.callees):
                 if add(i, "callee in another file", seed, "other_file"):
                     shown.add(records[i].path)
         calls = [i for i in dict.fromkeys(calls + callers) if i is not None]

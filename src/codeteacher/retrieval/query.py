@@ -23,7 +23,8 @@ from .literal import literals
 _PATH_RUN = re.compile(r"[\w./+-]+")
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}\b")
 _WORD_CHAR = re.compile(r"\w")
-_IDENT = re.compile(r"`([^`]+)`|([A-Za-z_~][A-Za-z0-9_]*(?:::[A-Za-z_~][A-Za-z0-9_]*)*)(\s*\()?")
+# A call is written `name(`; prose puts a space before an aside ("a run (units, steps)").
+_IDENT = re.compile(r"`([^`]+)`|([A-Za-z_~][A-Za-z0-9_]*(?:::[A-Za-z_~][A-Za-z0-9_]*)*)(\()?")
 CODE_EXT = (".h", ".hh", ".hpp", ".hxx", ".cpp", ".cc", ".cxx", ".c", ".cu", ".cuh", ".hip", ".tpp",
              ".inl", ".ipp", ".tcc")
 

@@ -7,7 +7,7 @@ English about code (never words of a particular codebase), matched on the lower-
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
@@ -273,6 +273,11 @@ class ExpansionSettings(_S):
                                        "a callee needs to join (profile.callees): an accessor "
                                        "that returns a member does no work worth showing (a "
                                        "first look at a held-aside corpus lost one file to one).")
+    neighbour_order: Literal["similarity", "found_first"] = Field(
+        default="found_first", description="How a caller or callee in another file is "
+        "chosen: the one the question also found, by its score (then by similarity to the "
+        "question), or by similarity alone. Of a helper's callers, the one the words of the "
+        "question also hit says more than the one nearest in embedding space.")
     other_file_decay: float = Field(default=0.9, description="Decay for neighbours in OTHER "
                                     "files (caller, twin, build file, base class): a multi-file "
                                     "answer needs them next to the seed, not after more of its "
