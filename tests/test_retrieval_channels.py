@@ -1020,3 +1020,50 @@ def test_a_word_before_an_aside_in_parentheses_is_not_a_call(tmp_path):
     assert prose.symbols.get("run", 0.0) < 0.5
     for code in ("What does run() do?", "What does `run` do?"):
         assert analyze(code, store).symbols.get("run") == 1.0, code
+
+
+def test_a_number_and_its_letter_are_one_identifier_part(tmp_path):
+    # "2D" in a question is one word; so is the "2D" of `Neighbor2D` or `grid_2d`, where it
+    # used to fall apart into "2" and "d" (both too short to be tokens) and match nothing.
+    from codeteacher.index.lexical import split_identifier, tokenize
+
+    assert "2d" in tokenize("Neighbor2D") and "2d" in tokenize("grid_2d")
+    assert "3d" in tokenize("mesh3DCoords") and "coords" in tokenize("mesh3DCoords")
+    assert split_identifier("utf8String") == ["utf", "8", "string"]  # a number, then a word
+    ix = index_of(tmp_path, {
+        f"src/grid_{d}.cpp": f"// Fills the grid.\nvoid fill(double* g, int n) {{\n"
+                             f"  for (int i = 0; i < n; ++i) g[i] = {d[0]}.0;\n}}\n"
+        for d in ("2d", "3d")})
+    store = Engine.load(ix, Settings()).store
+    scores = store.lexical.scores(tokenize("How is the 2D grid filled?"))
+    best = max(range(len(store.records)), key=lambda i: scores[i])
+    assert store.records[best].path == "src/grid_2d.cpp"
+
+
+def test_identical_copies_are_shown_in_the_reference_one_when_the_family_has_other_files(
+        tmp_path):
+    # Two ports hold byte-identical copies of a header of declarations; a test folder holds
+    # a different header of the same stem (no port of it). The copy that scored best is
+    # replaced by the reference folder's copy, not kept for want of a plainest port.
+    from codeteacher.retrieval.ports import PortRules, plainest_twin
+
+    decls = "// Box splitting.\nvoid split_box(int* box, int parts);\nint box_size(int* b);\n"
+    kernel = "// Step {n}.\nvoid step_{n}(double* x) {{\n  x[0] += {n}.0;\n  x[1] = x[0];\n}}\n"
+    files = {}
+    for port in ("ref", "vendor"):
+        files[f"app/{port}/utils/Box.hpp"] = decls
+        for n in range(3):
+            files[f"app/{port}/src/step_{n}.cpp"] = kernel.format(n=n) + (
+                "" if port == "ref" else "// vendor library call\n")
+    files["app/ref/tests/old/Box.h"] = "// An older test header.\nstruct Old {\n  int a;\n};\n"
+    ix = index_of(tmp_path, files)
+    store = Engine.load(ix, Settings()).store
+    rs = Settings().retrieval
+    rules = PortRules(rs.port_share, None, True, rs.device_constructs, "", rs.reference_port_cue)
+    vendor = store.file_record_index("app/vendor/utils/Box.hpp")
+    twin = plainest_twin(store, store.records[vendor], set(), set(), store.vectors[vendor],
+                         rules)
+    assert twin is not None and store.records[twin].path == "app/ref/utils/Box.hpp"
+    ref = store.file_record_index("app/ref/utils/Box.hpp")
+    assert plainest_twin(store, store.records[ref], set(), set(), store.vectors[ref],
+                         rules) is None

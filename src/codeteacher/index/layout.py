@@ -10,10 +10,12 @@ from __future__ import annotations
 from ..contracts.models import Chunk
 
 # The version of everything from parsing to lexical tokens: an index built by another one is
-# refused at load and rebuilt by `index` (cpp-ts-2: Snowball stems in the BM25 tokens; 3: #define and typedef blocks are chunks; 4: calls to alternatives of one callee resolve to each; 5: HIP sources
-# are code, unit_test/ folders and tstX files are test scope; 6: calls to a function-like macro
-# resolve to it).
-CHUNKER_VERSION = "cpp-ts-6"
+# refused at load and rebuilt by `index` (cpp-ts-2: Snowball stems in the BM25 tokens; 3:
+# #define and typedef blocks are chunks; 4: calls to alternatives of one callee resolve to each;
+# 5: HIP sources are code, unit_test/ folders and tstX files are test scope; 6: calls to a
+# function-like macro resolve to it; 7: a number and the letter after it are one identifier
+# part, "Mesh2D" -> "2d").
+CHUNKER_VERSION = "cpp-ts-7"
 FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"

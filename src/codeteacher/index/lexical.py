@@ -16,7 +16,9 @@ import numpy as np
 # which query analysis uses, needs none of it.
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z][A-Za-z0-9_]*")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# A number with one letter after it is one part ("Mesh2D", "vec_3d", "lj1" -> "2d", "3d"):
+# prose writes "2D" as one word, and "2" and "d" alone are too short to be tokens.
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+[A-Za-z](?![a-z])|[0-9]+")
 STOP = frozenset("""
 a an and are as at be by can do does for from how i if in into is it its of on or that the
 their them then there these this to was what when where which while who why will with within

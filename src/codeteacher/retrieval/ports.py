@@ -288,7 +288,9 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
     names = {store.records[i].name for i in code}
     mine = {store.records[i].name for i in store.members(r.path)}
     if not names or len(names & mine) < rules.share * len(names):
-        return None  # not ports of one thing: different files that share a name
+        # Not ports of one thing (different files that share a name); r may still have
+        # identical copies, shown in the plainest port folder's copy.
+        return _plainest_copy(store, r, family, shown, rules)
     same = [i for i in code if store.records[i].name == r.name and store.records[i].kind == r.kind]
     if same:
         return same[0]
@@ -296,6 +298,26 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
         return store.file_record_index(plain)
     sims = np.asarray(store.vectors[code]) @ qvec
     return code[int(np.argmax(sims))]
+
+
+def _plainest_copy(store: IndexStore, r, family: list[str], shown: set[str],
+                   rules: PortRules) -> int | None:
+    """The same record in the copy of r's file (byte-identical) whose folder is plainest, when
+    that is not r's own: the reference copy rather than the copy that scored best."""
+    content = store.manifest.files
+    copies = [p for p in family if content.get(p) == content.get(r.path)]
+    if not copies or not rules.by_folder:
+        return None
+    rank = _port_plainness(store, rules)
+    parent = lambda p: rank.get(PurePosixPath(p).parent.as_posix(), ())  # noqa: E731
+    best = max(copies, key=parent)
+    if parent(best) <= parent(r.path) or best in shown:
+        return None
+    if r.kind == "file":
+        return store.file_record_index(best)
+    same = [i for i in store.members(best) if store.records[i].name == r.name
+            and store.records[i].kind == r.kind and store.records[i].start_line == r.start_line]
+    return same[0] if same else None
 
 
 def _plainest_port_file(store: IndexStore, r, family: list[str], asked: set[str],
