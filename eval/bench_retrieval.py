@@ -70,6 +70,7 @@ ABLATIONS = {
                              for p in ("minimal", "balanced", "broad")},
     "no callers elsewhere": {f"expansion.profiles.{p}.callers": 0
                              for p in ("minimal", "balanced", "broad")},
+    "neighbours by similarity alone": {"expansion.neighbour_order": "similarity"},
     "3 per file": {"retrieval.max_per_file": 3},
     "folders kept": {"retrieval.modules_as_files": False},
     # Tried and off by default: switched ON here to show what they would do.

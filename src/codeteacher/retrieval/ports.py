@@ -304,8 +304,8 @@ def _plainest_copy(store: IndexStore, r, family: list[str], shown: set[str],
                    rules: PortRules) -> int | None:
     """The same record in the copy of r's file (byte-identical) whose folder is plainest, when
     that is not r's own: the reference copy rather than the copy that scored best."""
-    content = store.manifest.files
-    copies = [p for p in family if content.get(p) == content.get(r.path)]
+    digest = store.manifest.files.get(r.path)
+    copies = [p for p in family if digest and store.manifest.files.get(p) == digest]
     if not copies or not rules.by_folder:
         return None
     rank = _port_plainness(store, rules)
