@@ -32,12 +32,11 @@ def _best_found(store: IndexStore, cands: dict, ids: list[int], qvec: np.ndarray
                 n: int) -> list[int]:
     """The neighbours the question itself ranks highest (fused score), then the rest by
     similarity: among a function's callers, the one the question also found says more."""
-    if not ids or n <= 0:
+    if n <= 0:
         return []
-    sims = np.asarray(store.vectors[ids]) @ qvec
-    order = sorted(range(len(ids)), key=lambda j: (
-        -(cands[ids[j]].score if ids[j] in cands else -1.0), -float(sims[j])))
-    return [ids[j] for j in order[:n]]
+    by_similarity = _best_by_similarity(store, ids, qvec, len(ids))
+    # (A stable sort: neighbours of one score, or not found, stay in similarity order.)
+    return sorted(by_similarity, key=lambda i: -cands[i].score if i in cands else 1.0)[:n]
 
 
 def _included(store: IndexStore, path: str, qvec: np.ndarray, n: int) -> list[int]:
