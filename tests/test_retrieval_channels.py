@@ -1067,3 +1067,84 @@ def test_identical_copies_are_shown_in_the_reference_one_when_the_family_has_oth
     ref = store.file_record_index("app/ref/utils/Box.hpp")
     assert plainest_twin(store, store.records[ref], set(), set(), store.vectors[ref],
                          rules) is None
+
+
+# ---- trivial chunks and files, another project's copy -------------------------------------------
+
+WRITER = {
+    "src/writer.hh": "#pragma once\n// Writes the mesh fields to disk.\nclass Writer {\npublic:\n"
+                     "  Writer();\n  ~Writer();\n  void write(const double* f, int n);\n};\n",
+    "src/writer.cc": "#include \"writer.hh\"\nWriter::Writer() {}\nWriter::~Writer() {}\n"
+                     "void Writer::write(const double* f, int n) {\n  double s = 0;\n"
+                     "  for (int i = 0; i < n; ++i) s += f[i];\n  if (s > 0) s = -s;\n"
+                     "  for (int i = 0; i < n; ++i) s -= f[i] * 0.5;\n}\n",
+    "src/stub.cpp": "#include \"writer.hh\"\nvoid stub_begin() {}\nvoid stub_end() {}\n",
+    "vendor/jsonlib/LICENSE": "Permission is hereby granted, free of charge, to any person.\n",
+    "vendor/jsonlib/README.md": "# jsonlib\n\nA small json library.\n",
+    "vendor/jsonlib/writer.cpp": "// Writes a json document to disk.\n"
+                                 "void json_write_document(const char* path) {\n"
+                                 "  int fields = 0;\n  for (int i = 0; i < 3; ++i) fields += i;\n}\n",
+}
+
+
+def _file_entity(store, path: str) -> int:
+    return next(i for i, r in enumerate(store.records) if r.path == path and r.kind == "file")
+
+
+def test_a_file_is_not_shown_through_a_trivial_chunk(tmp_path):
+    from codeteacher.retrieval.search import Candidate, select
+
+    store = Engine.load(index_of(tmp_path, WRITER), Settings()).store
+    # The file leads; of its own chunks only the empty destructor is in the pool.
+    ranked = [Candidate(idx=_file_entity(store, "src/writer.cc"), score=1.0),
+              Candidate(idx=record_at(store, "src/writer.cc", "~Writer"), score=0.9)]
+    shown = select(store, ranked, 1, max_per_file=1, trivial_lines=3)
+    assert store.records[shown[0].idx].kind == "file"  # the file itself, not `~Writer() {}`
+    old = select(store, [Candidate(idx=c.idx, score=c.score) for c in ranked], 1,
+                 max_per_file=1, trivial_lines=0)
+    assert store.records[old[0].idx].name == "~Writer"
+
+
+def test_a_file_of_empty_definitions_is_left_out_unless_named(tmp_path):
+    from codeteacher.retrieval.search import Candidate, select
+
+    store = Engine.load(index_of(tmp_path, WRITER), Settings()).store
+
+    def shown(why=(), trivial_lines=3):
+        ranked = [Candidate(idx=_file_entity(store, "src/stub.cpp"), score=1.0, why=list(why)),
+                  Candidate(idx=_file_entity(store, "src/writer.hh"), score=0.5)]
+        return [store.records[c.idx].path for c in select(store, ranked, 2, max_per_file=1,
+                                                          trivial_lines=trivial_lines)]
+
+    assert "src/stub.cpp" not in shown()
+    assert "src/stub.cpp" in shown(why=["file named in question"])
+    assert "src/stub.cpp" in shown(trivial_lines=0)
+    # A header of declarations lists an interface: it is no stub file.
+    ranked = [Candidate(idx=_file_entity(store, "src/writer.hh"), score=1.0)]
+    assert select(store, ranked, 1, max_per_file=1, trivial_lines=3)
+
+
+def test_another_projects_copy_is_found_by_its_licence_and_ranked_down(tmp_path):
+    from codeteacher.retrieval.rerank import third_party_roots
+
+    # The root's own licence marks nothing, a code file is no licence, and a licence page
+    # beside no README of its own is part of this project's docs.
+    assert third_party_roots(["LICENSE", "README.md", "src/a.cpp", "ext/zlib/COPYING",
+                              "ext/zlib/README", "ext/zlib/z.c", "docs/licence.md",
+                              "src/license_check.cpp", "src/readme_parser.cpp"],
+                             frozenset({"license", "licence", "copying"})) == ("ext/zlib/",)
+    ix = index_of(tmp_path, WRITER)
+    question = "How are documents written to disk?"
+
+    def vendored(change=None):
+        hits = engine_with(ix, change).search(question, k=8)
+        return next(h for h in hits if h.chunk.path == "vendor/jsonlib/writer.cpp")
+
+    on = vendored()
+    assert any("third_party" in w for w in on.why)
+    off = vendored(lambda s: setattr(s.rerank.weights, "third_party", 0.0))
+    assert not any("third_party" in w for w in off.why)
+    assert on.score == pytest.approx(off.score - 0.02, abs=1e-4)
+    # Named by its folder, the copy is what the question is about.
+    named = engine_with(ix).search("How does jsonlib write documents to disk?", k=8)
+    assert not any("third_party" in w for h in named for w in h.why)

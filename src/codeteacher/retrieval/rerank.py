@@ -104,11 +104,28 @@ def _is_metadata(path: str, names: frozenset[str]) -> bool:
     return any(name == m or (name.startswith(m) and name[len(m)] in "._-") for m in names)
 
 
+def third_party_roots(paths, markers: frozenset[str]) -> tuple[str, ...]:
+    """Folders below the root that hold a licence file (`markers`) and a README of their own,
+    as a project's front page does: another project's copy kept inside this one (a licence
+    page alone may be part of this project's docs). Each is returned with a trailing slash."""
+    licensed, readme = set(), set()
+    for path in paths:
+        pp = PurePosixPath(path)
+        if len(pp.parts) < 2:
+            continue
+        if _is_metadata(path, markers):
+            licensed.add(str(pp.parent) + "/")
+        elif _is_metadata(path, frozenset({"readme"})):
+            readme.add(str(pp.parent) + "/")
+    return tuple(sorted(licensed & readme))
+
+
 def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              wanted: list[str], same_file: int, trivial_lines: int, idf,
              flow_min_calls: int = 3, support_cap: int = 3,
              metadata: frozenset[str] = frozenset(), parallel=None, options=None,
-             option_min_lines: int = 3, parallel_min: int = 1) -> dict[str, float]:
+             option_min_lines: int = 3, parallel_min: int = 1,
+             third_party=None) -> dict[str, float]:
     """Named facts about one candidate; `metadata` holds the project-metadata file names
     (licence, changelog) when the question does not ask about them."""
     f: dict[str, float] = {}
@@ -148,6 +165,8 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         f["off_scope"] = 1.0
     if metadata and _is_metadata(c.path, metadata):
         f["project_metadata"] = 1.0
+    if third_party is not None and third_party(c.path):
+        f["third_party"] = 1.0
     if parallel is not None and c.kind in CODE and _count(parallel, c.text) >= parallel_min:
         f["parallel_code"] = 1.0
     if options is not None and c.kind in CODE and _count(options, c.text) >= option_min_lines:
@@ -162,8 +181,10 @@ def _count(pattern: re.Pattern, text: str) -> int:
 
 def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
            rule: IntentRule | None, intent: str, wanted: list[str],
-           settings: RerankSettings, idf=lambda t: 1.0, device_constructs: str = "") -> None:
-    """Adjust `score` of the first `top_n` candidates in place; record features in `why`."""
+           settings: RerankSettings, idf=lambda t: 1.0, device_constructs: str = "",
+           third_party_roots: tuple[str, ...] = ()) -> None:
+    """Adjust `score` of the first `top_n` candidates in place; record features in `why`.
+    `third_party_roots` are folders (with a trailing slash) that hold another project's copy."""
     top = cands[: settings.top_n]
     qset = {light_stem(t) for t in question_tokens if t not in STOP}
     # Support is counted per component: a header and its implementation file (same folder and
@@ -189,6 +210,11 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
             and cue_pattern(settings.option_cue).search(asked):
         options = cue_pattern(settings.option_constructs)
 
+    # Another project's copy is off topic unless the question names its folder.
+    roots = tuple(r for r in third_party_roots
+                  if not _path_parts(PurePosixPath(r).name) & set(question_tokens))
+    third_party = (lambda path: path.startswith(roots)) if roots and w["third_party"] else None
+
     def idf_memo(t: str) -> float:  # the same words are weighed for every candidate
         if t not in memo:
             memo[t] = idf(t)
@@ -199,7 +225,8 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
                          settings.trivial_lines, idf_memo, settings.flow_min_calls,
                          settings.file_support_cap, metadata, parallel, options,
-                         settings.option_min_lines, settings.parallel_min_matches)
+                         settings.option_min_lines, settings.parallel_min_matches,
+                         third_party)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta

@@ -21,6 +21,8 @@ from ..index.store import IndexStore
 from .literal import match_literals
 from .ports import PortRules, family_key, is_code_name, mirrored, other_port, plainest_twin
 from .query import QueryAnalysis, analyze
+from .rerank import CODE as CODE_KINDS
+from .rerank import low_signal
 from .routing import cue_pattern
 
 
@@ -254,6 +256,30 @@ def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, ge
             c.why.append(f"file bm25 #{rank + 1}")
 
 
+def _third_party(store: IndexStore, rr) -> tuple[str, ...]:
+    """Folders of the index that hold another project's copy (`rerank.third_party_roots`),
+    found once per loaded index."""
+    from .rerank import third_party_roots
+
+    memo = store.memo("third_party")
+    key = tuple(rr.third_party_markers)
+    if key not in memo:
+        memo[key] = third_party_roots(store.manifest.files, frozenset(key))
+    return memo[key]
+
+
+def _trivial_file(store: IndexStore, path: str, trivial_lines: int) -> bool:
+    """A code file of trivial definitions only (`rerank.low_signal`: empty bodies, no
+    comments). A header of declarations is not one: it lists an interface."""
+    memo = store.memo("trivial_file")
+    if path not in memo:
+        members = [store.records[i] for i in store.members(path)]
+        memo[path] = bool(members) and all(
+            m.kind in CODE_KINDS and m.kind != "declaration" and not m.is_declaration
+            and low_signal(m, trivial_lines) for m in members)
+    return memo[path]
+
+
 def _is_data_file(store: IndexStore, path: str, programs: frozenset[str]) -> bool:
     """A text file in a format of the repository's own, named by its extension (input decks
     `in.lj`, reference outputs `*.out`, parameter files): chunked as a script (line windows)
@@ -281,7 +307,7 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
            same_file_penalty: float = 0.0, max_per_name: int | None = None,
            pool_size: int = 40, replace_modules: bool = False,
            one_of_identical: bool = False, mirror_share: float = 2.0,
-           caps: list[FileCap] = ()) -> list[Candidate]:
+           caps: list[FileCap] = (), trivial_lines: int = 0) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file. Files with the
@@ -320,9 +346,17 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
             # The file's last slot: show the file through its best own chunk in the pool (a
             # symbol with exact lines says more than the whole file's summary).
             # A bare declaration is not that chunk: its definition elsewhere carries it.
+            # Nor is a trivial one (a one-line destructor): the context filter would drop it
+            # as carried by its class, and the file would vanish from the answer.
             inner = [c for c in pool if store.records[c.idx].path == r.path
                      and store.records[c.idx].kind not in ("file", "call_chain", "declaration")
-                     and not store.records[c.idx].is_declaration]
+                     and not store.records[c.idx].is_declaration
+                     and not (trivial_lines and low_signal(store.records[c.idx], trivial_lines))]
+            if not inner and trivial_lines and _trivial_file(store, r.path, trivial_lines) \
+                    and not any(w.startswith(("file named", "sibling")) for w in best.why):
+                # Nothing but empty bodies and declarations (a base class's stub file): the
+                # summary of such a file says nothing either, unless the question names it.
+                continue
             if inner:
                 pool.append(best)
                 whole = best
@@ -458,7 +492,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     if settings.rerank.enabled:
         rerank(ranked, store.records, qa.tokens, rule, qa.intent, qa.wanted, settings.rerank,
-               store.lexical.idf, rs.device_constructs)
+               store.lexical.idf, rs.device_constructs, _third_party(store, settings.rerank))
         ranked.sort(key=lambda c: -c.score)
     if settings.cross_encoder.model:
         cross_encode(ranked, store.records, question, settings.cross_encoder)
@@ -475,7 +509,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
                   rs.select_pool, rs.modules_as_files and "module" not in qa.wanted,
                   rs.one_of_identical, rs.mirror_share,
-                  [] if allowed is not None else _file_caps(store, rs, question, qa.wanted))
+                  [] if allowed is not None else _file_caps(store, rs, question, qa.wanted),
+                  settings.rerank.trivial_lines if rs.skip_trivial_inner else 0)
     if rs.plainest_variant:
         asked = question.lower()
         threads = rs.thread_constructs if cue_pattern(rs.thread_cue).search(asked) and not \

@@ -172,6 +172,11 @@ class RerankWeights(_S):
                                     "and similar files when the question is not about them: "
                                     "they describe the project, not its code (recall@5 up on "
                                     "two held-aside corpora, unchanged on the rest).")
+    third_party: float = Field(default=-0.02, description="Files under a folder that carries "
+                               "its own licence (`third_party_markers`): a copy of another "
+                               "project kept inside this one (a vendored library, a packaging "
+                               "tool), which answers questions about that project, not this one; "
+                               "not when the question names the folder.")
 
 
 class RerankSettings(_S):
@@ -184,6 +189,10 @@ class RerankSettings(_S):
                  "news", "history", "authors", "contributors", "contributing",
                  "code_of_conduct", "citation"],
         description="File names (lower case, before the first dot) that hold project metadata.")
+    third_party_markers: list[str] = Field(
+        default=["license", "licence", "copying"],
+        description="File names (lower case, before the first dot) whose presence in a folder "
+                    "below the root marks that folder as another project's copy.")
     metadata_cue: Regex = Field(
         default=r"\b(licen[cs]\w*|copyright|copying|changelog|changes|release|history|"
                 r"news|versions?|authors?|contribut\w*|cite|citation)\b",
@@ -438,6 +447,11 @@ class RetrievalSettings(_S):
     max_per_file: int = Field(default=1, description="Evidence items per file (diversity): a "
                               "file's last slot goes to its best own chunk, so one item per "
                               "file leaves room for the other files of a multi-file answer.")
+    skip_trivial_inner: bool = Field(default=True, description="A file entity shown through "
+                                     "its best own chunk never uses a trivial one (a bare "
+                                     "declaration, a one-line destructor without comment): the "
+                                     "context filter drops those as carried by their class, "
+                                     "and the file would leave the answer.")
     filtered_max_per_file: int = Field(default=3, description="Items per file when the search "
                                        "is filtered by kind or path (a listing: several classes "
                                        "of one header are all answers).")
