@@ -403,8 +403,8 @@ def test_one_answer_stays_in_the_plainest_port_folder(tmp_path):
     ix = index_of(tmp_path, files)
     store = Engine.load(ix, Settings()).store
     assert _plainest(store, "pairs.cpp") == "md/threads/pairs.cpp"  # file by file
-    assert _port_plainness(store, PortRules()) == {"md/base": (1.0, 0.75, 0.0),
-                                                   "md/threads": (1.0, 0.25, 0.0)}
+    assert _port_plainness(store, PortRules()) == {"md/base": (0.0, 1.0, 0.75, 0.0),
+                                                   "md/threads": (0.0, 1.0, 0.25, 0.0)}
     assert _plainest(store, "pairs.cpp", PortRules(by_folder=True)) == "md/base/pairs.cpp"
     q = "Where are the pair energies of neighbouring atoms summed?"
     shown = {h.chunk.path for h in Engine.load(ix, Settings()).search(q, k=3)}
@@ -451,8 +451,8 @@ def test_identical_port_files_do_not_decide_the_plainest_port(tmp_path):
     files["md/ref/stencil.cpp"] = _REF_UPDATE
     files["md/alt/stencil.cpp"] = _THREADED_UPDATE
     store = Engine.load(index_of(tmp_path, files), Settings()).store
-    assert _port_plainness(store, PortRules()) == {"md/alt": (1.0, 0.375, 0.0),
-                                                   "md/ref": (1.0, 0.625, 0.0)}
+    assert _port_plainness(store, PortRules()) == {"md/alt": (0.0, 1.0, 0.375, 0.0),
+                                                   "md/ref": (0.0, 1.0, 0.625, 0.0)}
     assert _plainest(store, "halo.cpp", PortRules(by_folder=True)) == "md/ref/halo.cpp"
 
 
@@ -467,7 +467,7 @@ def test_ports_the_code_cannot_tell_apart_are_shown_in_the_reference_named_one(t
     ix = index_of(tmp_path, files)
     store = Engine.load(ix, Settings()).store
     cue = Settings().retrieval.reference_port_cue
-    assert _port_plainness(store, PortRules(reference=cue))["app/serial"][2] == 1.0
+    assert _port_plainness(store, PortRules(reference=cue))["app/serial"][3] == 1.0
     assert _plainest(store, "pack.cpp", PortRules(by_folder=True)) == "app/alpha/pack.cpp"
     assert _plainest(store, "pack.cpp", PortRules(by_folder=True, reference=cue)) == \
         "app/serial/pack.cpp"
@@ -500,12 +500,12 @@ def test_a_cpu_reference_beats_device_ports_stripped_from_it(tmp_path):
     store = Engine.load(index_of(tmp_path, files), Settings()).store
     device = Settings().retrieval.device_constructs
     by_words = PortRules(by_folder=True)
-    assert _port_plainness(store, by_words) == {"cpu": (1.0, 0.0, 0.0),
-                                                  "gpu": (1.0, 1.0, 0.0)}
+    assert _port_plainness(store, by_words) == {"cpu": (0.0, 1.0, 0.0, 0.0),
+                                                  "gpu": (0.0, 1.0, 1.0, 0.0)}
     assert _plainest(store, "lookup.cpp", by_words) == "gpu/lookup.cpp"
     with_device = PortRules(by_folder=True, device=device)
-    assert _port_plainness(store, with_device)["cpu"][0] == 1.0
-    assert _port_plainness(store, with_device)["gpu"][0] == 0.0
+    assert _port_plainness(store, with_device)["cpu"][1] == 1.0
+    assert _port_plainness(store, with_device)["gpu"][1] == 0.0
     assert _plainest(store, "lookup.cpp", with_device) == "cpu/lookup.cpp"
     assert _plainest(store, "options.cpp", with_device) == "cpu/options.cpp"
 
@@ -1148,3 +1148,27 @@ def test_another_projects_copy_is_found_by_its_licence_and_ranked_down(tmp_path)
     # Named by its folder, the copy is what the question is about.
     named = engine_with(ix).search("How does jsonlib write documents to disk?", k=8)
     assert not any("third_party" in w for h in named for w in h.why)
+
+
+def test_the_main_code_above_its_variants_is_the_reference(tmp_path):
+    # The main code at the top, two variants of it in sub-folders; the amr/ variant is the
+    # shortest, so plainness alone would show it for a question about the main solver.
+    main = ("// Lagrangian hydrodynamics solver: mass matrix, force operator and time step.\n"
+            "double solve_hydro_step(double* v, int n) {\n  double e = 0;\n"
+            "  for (int i = 0; i < n; ++i) { v[i] *= 0.5; e += v[i]; }\n"
+            "  for (int i = 0; i < n; ++i) e -= v[i] * 0.25;\n  return e;\n}\n"
+            "double hydro_energy(const double* v, int n) {\n  double e = 0;\n"
+            "  for (int i = 0; i < n; ++i) e += v[i] * v[i];\n  return e;\n}\n")
+    files = {"hydro.cpp": main,
+             "amr/hydro.cpp": "// Lagrangian hydrodynamics solver: time step.\n"
+                              "double solve_hydro_step(double* v, int n) { return v[0] * n; }\n"
+                              "double hydro_energy(const double* v, int n) { return v[0]; }\n",
+             "serial/hydro.cpp": main.replace("0.25", "0.5")}
+    ix = index_of(tmp_path, files)
+    question = "How does the Lagrangian hydrodynamics solver advance one time step?"
+
+    def shown(change=None):
+        return [h.chunk.path for h in engine_with(ix, change).search(question, k=3)]
+
+    assert shown()[0] == "hydro.cpp"
+    assert shown(lambda s: setattr(s.retrieval, "enclosing_reference", False))[0] != "hydro.cpp"

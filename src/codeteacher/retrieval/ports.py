@@ -32,6 +32,7 @@ class PortRules:
     device: str = ""  # retrieval.device_constructs: device-code lines ("" = not counted)
     threads: str = ""  # retrieval.thread_constructs when the question asks about CPU threads
     reference: str = ""  # retrieval.reference_port_cue: folder words of a reference port
+    enclosing: bool = False  # retrieval.enclosing_reference: a port above the others leads
 
 
 @lru_cache(maxsize=50000)
@@ -113,7 +114,7 @@ def _plainest(store: IndexStore, name: str, rules: PortRules = PortRules()) -> s
     family and loaded index."""
     name = family_key(store, name)
     cache = store.memo(f"plainest:{rules.by_folder}:{rules.device}:{rules.threads}:"
-                       f"{rules.reference}")
+                       f"{rules.reference}:{rules.enclosing}")
     if name not in cache:
         own = _own_words(store, name, rules.max_bytes)
         if rules.threads:
@@ -192,8 +193,9 @@ _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
 def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[float, ...]]:
-    """Per folder holding members of same-named code families, larger is plainer: (1 when its
-    files carry the least device code per file of all such folders (`rules.device`, comments
+    """Per folder holding members of same-named code families, larger is plainer: (1 when it
+    lies above the folders of the other members in most of its families (`rules.enclosing`:
+    the main code at the top, its variants in sub-folders of it); 1 when its files carry the least device code per file of all such folders (`rules.device`, comments
     left out), else 0; the share of its families in which its member has the fewest words of
     its own, equally plain members sharing the win; 1 when a word of its path says it is the
     reference (`rules.reference`: "ref", "serial"), which decides between ports the code
@@ -201,11 +203,12 @@ def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[floa
     is the serial or CPU version that device ports add offload code to (or strip features
     from: then it has more words of its own, but still no device code), and it is plainest in
     most of its files, even where one file of another port happens to be shorter."""
-    memo = store.memo(f"port_plainness:{rules.device}:{rules.reference}")
+    memo = store.memo(f"port_plainness:{rules.device}:{rules.reference}:{rules.enclosing}")
     if not memo:
         wins: Counter = Counter()
         seen: Counter = Counter()
         device: Counter = Counter()
+        encloses: Counter = Counter()
         pat = cue_pattern(rules.device) if rules.device else None
         for name, paths in families(store).items():
             if len(paths) < 2 or not is_code_name(name):
@@ -219,6 +222,10 @@ def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[floa
                 if pat is not None:
                     device[folder] += sum(1 for ln in _code_text(store, p, rules.max_bytes)
                                           .splitlines() if pat.search(ln))
+            folders = [PurePosixPath(p).parent.as_posix() for p in own]
+            for f in folders:
+                if rules.enclosing and all(_encloses(f, g) for g in folders if g != f):
+                    encloses[f] += 1
             # Members equally plain (identical copies, most often) share the win: a tie
             # broken by path would crown whichever folder sorts first.
             least = min(own.values())
@@ -228,10 +235,15 @@ def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[floa
         per_file = {f: device[f] / n for f, n in seen.items()}
         fewest = min(per_file.values(), default=0.0)
         named = cue_pattern(rules.reference) if rules.reference else None
-        memo.update({f: (float(per_file[f] == fewest), wins[f] / n,
+        memo.update({f: (float(encloses[f] > n / 2), float(per_file[f] == fewest), wins[f] / n,
                          float(bool(named and named.search(" ".join(tokenize(f))))))
                      for f, n in seen.items()})
     return memo
+
+
+def _encloses(a: str, b: str) -> bool:
+    """Folder `a` lies above folder `b` ('.' is the root)."""
+    return a != b and (a == "." or b.startswith(a + "/"))
 
 
 def _code_text(store: IndexStore, path: str, max_bytes: int | None) -> str:

@@ -524,6 +524,10 @@ class RetrievalSettings(_S):
                     "first. A CPU reference that device ports were stripped from has more "
                     "words of its own than they do, but no device code (recall@5 up on two "
                     "held-aside codes, level on the rest). '' = not counted.")
+    enclosing_reference: bool = Field(default=True, description="Of port folders, one that "
+                                      "lies above the others' folders (the main code at the "
+                                      "top, its variants in sub-folders: amr/, serial/) is the "
+                                      "reference, before device code and plainness decide.")
     reference_port_cue: Regex = Field(
         default=r"\b(ref|reference|serial|seq|sequential|baseline)\b",
         description="Folder words (regex over a folder path's lower-case words) that name a "
