@@ -74,6 +74,7 @@ ABLATIONS = {
     "trivial chunks stand for their file": {"retrieval.skip_trivial_inner": False},
     "other projects' copies not ranked down": {"rerank.weights.third_party": 0.0},
     "no enclosing reference port": {"retrieval.enclosing_reference": False},
+    "no plainest among ports named alike": {"retrieval.named_port_tie_plainest": False},
     "3 per file": {"retrieval.max_per_file": 3},
     "folders kept": {"retrieval.modules_as_files": False},
     # Tried and off by default: switched ON here to show what they would do.

@@ -1172,3 +1172,22 @@ def test_the_main_code_above_its_variants_is_the_reference(tmp_path):
 
     assert shown()[0] == "hydro.cpp"
     assert shown(lambda s: setattr(s.retrieval, "enclosing_reference", False))[0] != "hydro.cpp"
+
+
+def test_of_ports_named_alike_the_plainest_is_shown(tmp_path):
+    # "OpenMP" names openmp-threading/ and openmp-offload/ alike (one unasked folder word each:
+    # "threading" counts once, not once more for its stem); the one without device code wins.
+    from codeteacher.retrieval.ports import PortRules, _named_port
+
+    files = {"openmp-threading/update.cpp": _THREADED_UPDATE,
+             "openmp-offload/update.cpp": _THREADED_UPDATE.replace(
+                 "parallel for simd", "target teams distribute parallel for"),
+             "cuda/update.cpp": _DEVICE_UPDATE}
+    store = Engine.load(index_of(tmp_path, files), Settings()).store
+    members = ["openmp-offload/update.cpp", "openmp-threading/update.cpp", "cuda/update.cpp"]
+    asked = {"openmp", "cpu", "code", "relax"}
+    device = Settings().retrieval.device_constructs
+    rules = PortRules(by_folder=True, device=device, tie_plainest=True)
+    assert _named_port(store, members, asked, None, rules) == "openmp-threading/update.cpp"
+    off = PortRules(by_folder=True, device=device, tie_plainest=False)
+    assert _named_port(store, members, asked, None, off) == "openmp-offload/update.cpp"

@@ -33,6 +33,7 @@ class PortRules:
     threads: str = ""  # retrieval.thread_constructs when the question asks about CPU threads
     reference: str = ""  # retrieval.reference_port_cue: folder words of a reference port
     enclosing: bool = False  # retrieval.enclosing_reference: a port above the others leads
+    tie_plainest: bool = False  # retrieval.named_port_tie_plainest: of ports named alike, plainest
 
 
 @lru_cache(maxsize=50000)
@@ -156,13 +157,19 @@ def _own_words(store: IndexStore, name: str, max_bytes: int | None) -> dict[str,
 
 
 def _named_port(store: IndexStore, members: list[str], asked: set[str],
-                max_bytes: int | None) -> str | None:
+                max_bytes: int | None, rules: "PortRules | None" = None) -> str | None:
     """The member whose port folder the question names (`_port_namer`); of several (`omp/`
     and `omp-target/` for "OpenMP"), the one with the fewest folder words the question does
-    not ask for, the first member (the pick) on a tie."""
+    not ask for; on a tie the plainest of them (`_port_plainness`, with `rules.tie_plainest`:
+    "the OpenMP code" between openmp-threading/ and openmp-offload/ is the one without device
+    code), else the first member (the pick)."""
     named = _port_namer(store, members, asked, max_bytes)
-    fits = [(named(p), i, p) for i, p in enumerate(members)]
-    return min(((f, i, p) for f, i, p in fits if f is not None), default=(0, 0, None))[2]
+    rank = _port_plainness(store, rules) if rules and rules.by_folder and rules.tie_plainest \
+        else {}
+    plain = lambda p: tuple(-x for x in rank.get(PurePosixPath(p).parent.as_posix(), ()))  # noqa: E731
+    fits = [(named(p), plain(p), i, p) for i, p in enumerate(members)]
+    return min(((f, q, i, p) for f, q, i, p in fits if f is not None),
+               default=(0, (), 0, None))[3]
 
 
 def _port_namer(store: IndexStore, members: list[str], asked: set[str],
@@ -182,10 +189,18 @@ def _port_namer(store: IndexStore, members: list[str], asked: set[str],
         typical = others[len(others) // 2] if others else 0
         return typical > 0 and 2 * typical >= texts.get(p, Counter())[word]
 
+    words = {p: set(re.findall(r"[a-z0-9]+", PurePosixPath(p).parent.as_posix().lower()))
+             for p in members}
+    common_words = set.intersection(*words.values())
+
     def named(p: str) -> int | None:
         own = folders[p] - common
         hit = {f for f in own if asks_for(f, asked) and not shared(p, f)}
-        return len(own - hit) if hit else None
+        if not hit:
+            return None
+        # Unasked folder words counted as written, not as tokens: "threading" is one word,
+        # though the tokenizer also gives its stem.
+        return sum(1 for w in words[p] - common_words if not set(tokenize(w)) & hit)
     return named
 
 
@@ -290,7 +305,7 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
             if rules.by_folder else None
     # A port the question names ("the OpenMP version": folder omp) is the one shown; else the
     # plainest member.
-    asked_for = _named_port(store, [r.path, *family], asked, rules.max_bytes)
+    asked_for = _named_port(store, [r.path, *family], asked, rules.max_bytes, rules)
     if asked_for == r.path:
         return None
     plain = asked_for or _plainest(store, name, rules)
@@ -343,7 +358,7 @@ def _plainest_port_file(store: IndexStore, r, family: list[str], asked: set[str]
     ports = [p for p in family if parent(p) in rank and mirrored(store, p, r.path, rules.share)]
     if not ports:
         return None
-    best = _named_port(store, [r.path, *ports], asked, rules.max_bytes)
+    best = _named_port(store, [r.path, *ports], asked, rules.max_bytes, rules)
     if best == r.path:
         return None
     if best is None:
@@ -376,7 +391,10 @@ def other_port(store: IndexStore, path: str, asked: set[str], rules: PortRules,
     if rank[folder] == rank[plain]:  # equally plain: one of the plainest itself
         return False
     a, b = _folder_stems(store, folder), _folder_stems(store, plain)
-    if len(a & b) < max(min_shared, share * len(a | b)):
+    # A variant in a sub-folder of the main code repeats most of its own names, while the
+    # main folder also holds the project's docs and metadata: measured against its own.
+    whole = len(a) if rules.enclosing and _encloses(plain, folder) else len(a | b)
+    if len(a & b) < max(min_shared, share * whole):
         return False
     own = set(tokenize(folder)) - set(tokenize(plain))
     return not any(asks_for(f, asked) for f in own)

@@ -528,6 +528,10 @@ class RetrievalSettings(_S):
                                       "lies above the others' folders (the main code at the "
                                       "top, its variants in sub-folders: amr/, serial/) is the "
                                       "reference, before device code and plainness decide.")
+    named_port_tie_plainest: bool = Field(default=True, description="Of port folders the "
+                                          "question names equally well ('the OpenMP code': "
+                                          "openmp-threading/, openmp-offload/), the plainest "
+                                          "is shown, not whichever scored first.")
     reference_port_cue: Regex = Field(
         default=r"\b(ref|reference|serial|seq|sequential|baseline)\b",
         description="Folder words (regex over a folder path's lower-case words) that name a "
