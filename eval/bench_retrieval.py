@@ -75,13 +75,17 @@ ABLATIONS = {
     "other projects' copies not ranked down": {"rerank.weights.third_party": 0.0},
     "no enclosing reference port": {"retrieval.enclosing_reference": False},
     "no plainest among ports named alike": {"retrieval.named_port_tie_plainest": False},
+    "no twin of the best match": {f"expansion.profiles.{p}.twin": 0
+                                  for p in ("minimal", "balanced", "broad")},
+    "other build tool not ranked down": {"rerank.weights.other_build_tool": 0.0},
     "3 per file": {"retrieval.max_per_file": 3},
     "folders kept": {"retrieval.modules_as_files": False},
     # Tried and off by default: switched ON here to show what they would do.
     "+ feedback (PRF)": {"retrieval.feedback.enabled": True},
     "+ other-file expansion": {f"expansion.profiles.{p}.{r}": 1
                                for p in ("minimal", "balanced", "broad")
-                               for r in ("twin", "build", "bases")},
+                               for r in ("twin", "build", "bases")}
+                              | {"expansion.twin_seeds": 4, "expansion.twin_decay": 0.9},
 }
 K_MAX = 10
 

@@ -1191,3 +1191,79 @@ def test_of_ports_named_alike_the_plainest_is_shown(tmp_path):
     assert _named_port(store, members, asked, None, rules) == "openmp-threading/update.cpp"
     off = PortRules(by_folder=True, device=device, tie_plainest=False)
     assert _named_port(store, members, asked, None, off) == "openmp-offload/update.cpp"
+
+
+def test_the_best_matchs_twin_joins_below_it_and_no_other_seeds(tmp_path):
+    # The best match is defined in solver.c; its declaration lives in solver.h, which the
+    # question need not find at all (a header of prototypes). The twin joins at twin_decay of
+    # the seed's score; the twin of the second seed does not (twins of every seed pushed out
+    # other files of the answer).
+    from codeteacher.retrieval.expand import expand
+    from codeteacher.retrieval.search import Candidate
+
+    ix = index_of(tmp_path, {
+        "src/solver.h": "#pragma once\nvoid relax_grid(double* g, int n);\n",
+        "src/solver.c": "#include \"solver.h\"\n// One relaxation sweep over the grid.\n"
+                        "void relax_grid(double* g, int n) {\n"
+                        "  for (int i = 1; i < n; ++i) g[i] = 0.5 * (g[i] + g[i-1]);\n}\n",
+        "src/io.h": "#pragma once\nvoid write_grid(const double* g, int n);\n",
+        "src/io.c": "#include <stdio.h>\n#include \"io.h\"\n// Prints the grid.\n"
+                    "void write_grid(const double* g, int n) {\n"
+                    "  for (int i = 0; i < n; ++i) printf(\"%g\\n\", g[i]);\n}\n",
+    })
+    store = Engine.load(ix, Settings()).store
+    relax, write = record_at(store, "src/solver.c", "relax_grid"), \
+        record_at(store, "src/io.c", "write_grid")
+    header, io_header = store.file_record_index("src/solver.h"), store.file_record_index("src/io.h")
+
+    def run(settings):
+        cands = {relax: Candidate(idx=relax, score=1.0), write: Candidate(idx=write, score=0.5)}
+        expand(store, cands, [cands[relax], cands[write]], store.vectors[relax], "balanced",
+               settings.expansion, lambda i: Candidate(idx=i))
+        return cands
+
+    cands = run(Settings())
+    assert cands[header].score == pytest.approx(Settings().expansion.twin_decay)
+    assert any("declaration/definition twin" in w for w in cands[header].why)
+    assert not any("declaration/definition twin" in w
+                   for w in (cands[io_header].why if io_header in cands else []))
+    every = Settings()
+    every.expansion.twin_seeds = 2
+    assert any("declaration/definition twin" in w for w in run(every)[io_header].why)
+    off = Settings()
+    for prof in off.expansion.profiles.values():
+        prof.twin = 0
+    assert not any("declaration/definition twin" in w
+                   for w in (run(off)[header].why if header in run(off) else []))
+
+
+def test_a_question_naming_its_build_tool_ranks_the_other_tools_files_down(tmp_path):
+    # Both build files switch MPI on; the question asks about the CMake build, so the
+    # Makefile is ranked down (and marked), and a question about the Makefile is not.
+    files = {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(heat CXX)\n"
+                          "option(HEAT_ENABLE_MPI \"Build with MPI support\" ON)\n"
+                          "if(HEAT_ENABLE_MPI)\n  find_package(MPI REQUIRED)\n"
+                          "  target_link_libraries(heat MPI::MPI_CXX)\nendif()\n"
+                          "add_executable(heat src/main.cpp)\n",
+        "Makefile": "# Build with MPI support: make MPI=1\nCXX ?= g++\nifeq ($(MPI),1)\n"
+                    "  CXX = mpicxx\n  CXXFLAGS += -DHEAT_ENABLE_MPI\nendif\n"
+                    "heat: src/main.cpp\n\t$(CXX) $(CXXFLAGS) -o heat src/main.cpp\n",
+        "src/main.cpp": "// Heat solver driver.\nint main() { return 0; }\n",
+    }
+    ix = index_of(tmp_path, files)
+
+    def hit(engine, q, path):
+        return next(h for h in engine.search(q, k=5) if h.chunk.path == path)
+
+    q = "How do I turn on MPI support in the CMake build?"
+    on, off = engine_with(ix), engine_with(
+        ix, lambda s: setattr(s.rerank.weights, "other_build_tool", 0.0))
+    ranked, plain = hit(on, q, "Makefile"), hit(off, q, "Makefile")
+    assert any("other_build_tool" in w for w in ranked.why)
+    assert ranked.score == pytest.approx(plain.score + on.settings.rerank.weights.other_build_tool,
+                                         abs=1e-6)
+    assert not any("other_build_tool" in w for w in hit(on, q, "CMakeLists.txt").why)
+    q_make = "How do I turn on MPI support in the Makefile build?"
+    assert not any("other_build_tool" in w for w in hit(on, q_make, "Makefile").why)
+    assert any("other_build_tool" in w for w in hit(on, q_make, "CMakeLists.txt").why)

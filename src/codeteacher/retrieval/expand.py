@@ -91,13 +91,14 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
     added: list[tuple[int, str, str]] = []
     records = store.records
 
-    def add(i: int | None, relation: str, seed, klass: str) -> bool:
+    def add(i: int | None, relation: str, seed, klass: str, decay: float | None = None) -> bool:
         if i is None or len(added) >= prof.total:
             return False
         seed_rec = records[seed.idx]
         # Supplementary context (what a file includes) is further from the question.
         other_file = klass == "other_file"
-        decay = settings.other_file_decay if other_file else settings.decay
+        if decay is None:
+            decay = settings.other_file_decay if other_file else settings.decay
         score = seed.score * decay * (settings.decay if klass == "supplementary" else 1)
         klass = "expansion" if other_file else klass
         if i in cands:
@@ -147,8 +148,11 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         r = records[seed.idx]
         node = sym_node(r.id)
         # Other files first: the twin that declares or defines, the build file naming it.
-        for p in [t for t in _twins(store, r.path) if t not in shown][: prof.twin]:
-            if add(best_in(p), "declaration/definition twin", seed, "other_file"):
+        twins = [t for t in _twins(store, r.path) if t not in shown] \
+            if n_seed < settings.twin_seeds else []
+        for p in twins[: prof.twin]:
+            if add(best_in(p), "declaration/definition twin", seed, "other_file",
+                   settings.twin_decay):
                 shown.add(p)
         if prof.build and r.kind != "module":
             builds = [i for i in _build_mentions(store).get(PurePosixPath(r.path).name, [])

@@ -125,7 +125,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              flow_min_calls: int = 3, support_cap: int = 3,
              metadata: frozenset[str] = frozenset(), parallel=None, options=None,
              option_min_lines: int = 3, parallel_min: int = 1,
-             third_party=None) -> dict[str, float]:
+             third_party=None, other_tools: frozenset[str] = frozenset()) -> dict[str, float]:
     """Named facts about one candidate; `metadata` holds the project-metadata file names
     (licence, changelog) when the question does not ask about them."""
     f: dict[str, float] = {}
@@ -167,6 +167,8 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         f["project_metadata"] = 1.0
     if third_party is not None and third_party(c.path):
         f["third_party"] = 1.0
+    if c.language in other_tools and c.scope == "build":
+        f["other_build_tool"] = 1.0
     if parallel is not None and c.kind in CODE and _count(parallel, c.text) >= parallel_min:
         f["parallel_code"] = 1.0
     if options is not None and c.kind in CODE and _count(options, c.text) >= option_min_lines:
@@ -215,6 +217,13 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
                   if not _path_parts(PurePosixPath(r).name) & set(question_tokens))
     third_party = (lambda path: path.startswith(roots)) if roots and w["third_party"] else None
 
+    # A question that names its build tool ("with CMake", "the GNU Make build") is not
+    # answered by the other tool's files.
+    named_tools = {lang for lang, cue in settings.build_tool_cues.items()
+                   if cue_pattern(cue).search(asked)}
+    other_tools = frozenset(set(settings.build_tool_cues) - named_tools) \
+        if named_tools and w["other_build_tool"] else frozenset()
+
     def idf_memo(t: str) -> float:  # the same words are weighed for every candidate
         if t not in memo:
             memo[t] = idf(t)
@@ -226,7 +235,7 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
                          settings.trivial_lines, idf_memo, settings.flow_min_calls,
                          settings.file_support_cap, metadata, parallel, options,
                          settings.option_min_lines, settings.parallel_min_matches,
-                         third_party)
+                         third_party, other_tools)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta

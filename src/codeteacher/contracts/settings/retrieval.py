@@ -178,6 +178,11 @@ class RerankWeights(_S):
                                "tool), which answers questions about that project, not this one; "
                                "not when the question names the folder.")
 
+    other_build_tool: float = Field(default=-0.02, description="Build files of another build "
+                                    "tool than the one the question names (build_tool_cues): "
+                                    "a question about the CMake build is not answered by a "
+                                    "Makefile.")
+
 
 class RerankSettings(_S):
     enabled: bool = Field(default=True, description="Rerank by metadata; off = fused order.")
@@ -193,6 +198,10 @@ class RerankSettings(_S):
         default=["license", "licence", "copying"],
         description="File names (lower case, before the first dot) whose presence in a folder "
                     "below the root marks that folder as another project's copy.")
+    build_tool_cues: dict[str, Regex] = Field(
+        default_factory=lambda: {"cmake": r"\bcmake\w*", "make": r"\b(makefiles?|gnu make|gmake)\b"},
+        description="Build-file language -> question words (regex over the question's "
+                    "lower-case tokens) that name that build tool (other_build_tool).")
     metadata_cue: Regex = Field(
         default=r"\b(licen[cs]\w*|copyright|copying|changelog|changes|release|history|"
                 r"news|versions?|authors?|contribut\w*|cite|citation)\b",
@@ -256,7 +265,9 @@ class ExpansionProfile(_S):
     include: int = Field(description="Files a seed file includes (supplementary class).")
     total: int = Field(description="Cap on all expansions.")
     twin: int = Field(default=0, description="Declaration/definition twin files of a seed "
-                      "(X.h <-> X.cpp): a header and its implementation answer together.")
+                      "(X.h <-> X.cpp): a header and its implementation answer together (1 in "
+                      "every profile, for the top seed at twin_decay: recall@5 up on a held-"
+                      "aside C corpus, level on the rest; eval/README.md).")
     build: int = Field(default=0, description="Build files (CMake, Makefile) that name a seed's "
                        "file, since they say when and how it is compiled.")
     callers: int = Field(default=0, description="Callers of a seed function in OTHER files "
@@ -287,6 +298,13 @@ class ExpansionSettings(_S):
         "chosen: the one the question also found, by its score (then by similarity to the "
         "question), or by similarity alone. Of a helper's callers, the one the words of the "
         "question also hit says more than the one nearest in embedding space.")
+    twin_seeds: int = Field(default=1, ge=0, description="Top seeds whose declaration/"
+                            "definition twin (X.c <-> X.h) may join (profile.twin): the twin "
+                            "of every seed pushed out other files of the answer (eval/README).")
+    twin_decay: float = Field(default=0.7, description="Decay for the best match's twin file: "
+                              "below other_file_decay, so that it joins the first five only "
+                              "when the primary hits after the seed are weak (0.8 cost one "
+                              "dev file, 0.6 lost the gain).")
     other_file_decay: float = Field(default=0.9, description="Decay for neighbours in OTHER "
                                     "files (caller, twin, build file, base class): a multi-file "
                                     "answer needs them next to the seed, not after more of its "
@@ -295,11 +313,11 @@ class ExpansionSettings(_S):
         "Profile name -> caps per relation; routing picks one per intent."),
         default_factory=lambda: {
         "minimal": ExpansionProfile(call=1, owner=1, file_symbols=2, module_files=2, include=0,
-                                    total=3, callers=1, callees=1),
+                                    total=3, callers=1, callees=1, twin=1),
         "balanced": ExpansionProfile(call=2, owner=1, file_symbols=3, module_files=4, include=1,
-                                     total=6, callers=1, callees=1),
+                                     total=6, callers=1, callees=1, twin=1),
         "broad": ExpansionProfile(call=4, owner=1, file_symbols=4, module_files=6, include=2,
-                                  total=10, callers=1, callees=1),
+                                  total=10, callers=1, callees=1, twin=1),
     })
 
 
