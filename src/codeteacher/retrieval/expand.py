@@ -148,9 +148,8 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         r = records[seed.idx]
         node = sym_node(r.id)
         # Other files first: the twin that declares or defines, the build file naming it.
-        twins = [t for t in _twins(store, r.path) if t not in shown] \
-            if n_seed < settings.twin_seeds else []
-        for p in twins[: prof.twin]:
+        n_twins = prof.twin if n_seed < settings.twin_seeds else 0
+        for p in [t for t in _twins(store, r.path) if t not in shown][:n_twins]:
             if add(best_in(p), "declaration/definition twin", seed, "other_file",
                    settings.twin_decay):
                 shown.add(p)

@@ -167,7 +167,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         f["project_metadata"] = 1.0
     if third_party is not None and third_party(c.path):
         f["third_party"] = 1.0
-    if c.language in other_tools and c.scope == "build":
+    if c.language in other_tools:  # only build files have a build tool's language
         f["other_build_tool"] = 1.0
     if parallel is not None and c.kind in CODE and _count(parallel, c.text) >= parallel_min:
         f["parallel_code"] = 1.0
@@ -220,9 +220,9 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     # A question that names its build tool ("with CMake", "the GNU Make build") is not
     # answered by the other tool's files.
     named_tools = {lang for lang, cue in settings.build_tool_cues.items()
-                   if cue_pattern(cue).search(asked)}
-    other_tools = frozenset(set(settings.build_tool_cues) - named_tools) \
-        if named_tools and w["other_build_tool"] else frozenset()
+                   if cue_pattern(cue).search(asked)} if w["other_build_tool"] else set()
+    other_tools = frozenset(set(settings.build_tool_cues) - named_tools) if named_tools \
+        else frozenset()
 
     def idf_memo(t: str) -> float:  # the same words are weighed for every candidate
         if t not in memo:

@@ -177,7 +177,6 @@ class RerankWeights(_S):
                                "project kept inside this one (a vendored library, a packaging "
                                "tool), which answers questions about that project, not this one; "
                                "not when the question names the folder.")
-
     other_build_tool: float = Field(default=-0.02, description="Build files of another build "
                                     "tool than the one the question names (build_tool_cues): "
                                     "a question about the CMake build is not answered by a "
@@ -306,9 +305,9 @@ class ExpansionSettings(_S):
                               "when the primary hits after the seed are weak (0.8 cost one "
                               "dev file, 0.6 lost the gain).")
     other_file_decay: float = Field(default=0.9, description="Decay for neighbours in OTHER "
-                                    "files (caller, twin, build file, base class): a multi-file "
-                                    "answer needs them next to the seed, not after more of its "
-                                    "chunks.")
+                                    "files (caller, callee, build file, base class; a twin "
+                                    "has twin_decay): a multi-file answer needs them next to "
+                                    "the seed, not after more of its chunks.")
     profiles: dict[str, ExpansionProfile] = Field(description=(
         "Profile name -> caps per relation; routing picks one per intent."),
         default_factory=lambda: {
