@@ -119,6 +119,7 @@ def cmd_index(args) -> int:
                         f"{report.embedded} vector(s) embedded in "
                         f"{time.perf_counter() - start:.2f} s")
     except KeyboardInterrupt:
+        _interrupt_handled()
         say("stopped watching; the index is complete")
     return 0
 
@@ -478,6 +479,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt_handled() -> None:
+    """Tell CPython that the Ctrl-C was handled. A KeyboardInterrupt that lands inside exec()
+    of a string (namedtuple and dataclasses do that at import, so while models load) sets the
+    interpreter's "unhandled KeyboardInterrupt" flag even when we catch it later; under
+    `python -m` the interpreter then kills itself with SIGINT at exit instead of returning our
+    exit code. Every top-level eval of a string clears that flag first, so one empty exec does."""
+    exec("pass")  # noqa: S102 - a constant string; see the docstring
+
+
 def run(argv: list[str] | None, parser: argparse.ArgumentParser) -> int:
     debug = bool(os.environ.get("CODETEACHER_DEBUG"))
     try:
@@ -487,6 +497,7 @@ def run(argv: list[str] | None, parser: argparse.ArgumentParser) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        _interrupt_handled()
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
