@@ -177,6 +177,29 @@ def test_header_declarations_and_settings():
     assert "solve" not in names(tiny) and "Field" in names(tiny, "class")
 
 
+NESTED_INCLUDES = r"""#include "a.h"
+// #include "in_comment.h"
+/* #include "in_block_comment.h" */
+namespace sim {
+#include <b.h>
+void register_all() {
+  const char* s = "#include \"in_string.h\"";
+  #ifdef WITH_LIST
+     #include<modules_list.h>
+  #endif
+}
+}
+#include "a.h"
+"""
+
+
+def test_includes_inside_bodies_count_and_comments_and_strings_do_not():
+    # An include inside a function body expands a list there (the X-macro idiom): the file
+    # depends on it as much as on a top-level include.
+    pf = parse_cpp("src/registry.cpp", NESTED_INCLUDES)
+    assert pf.includes == ["a.h", "b.h", "modules_list.h"]
+
+
 def test_includes_and_leading_comment_skips_licence():
     pf = parse_field()
     assert pf.includes == ["mesh/Mesh.h", "vector"]

@@ -42,6 +42,7 @@ _CLASS_MACRO = re.compile(
     rb"\b(?:class|struct|union)[ \t]+([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)[ \t]+"
     rb"(?!final\b)(?=[A-Za-z_]\w*[ \t]*(?:<[^;{}]*>)?[ \t\r\n]*(?:final\b|:(?!:)|\{))")
 _OPERATOR_TOKEN = re.compile(rb"operator\s*[^\s\w(]{1,3}")
+_INCLUDE_LINE = re.compile(rb"^[ \t]*(#)[ \t]*include\b", re.M)
 _LAUNCH = re.compile(rb"([A-Za-z_][\w:]*)[ \t]*(?:<[^<>;{}]*>)?[ \t]*<<<")
 _MACRO_NAME = re.compile(r"_*[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _PAREN_MACRO = re.compile(rb"__launch_bounds__[ \t]*\([^()\n]*\)")
@@ -667,19 +668,20 @@ class _FileParser:
         return self._row_bytes[min(line - 1, len(self._row_bytes) - 1)]
 
     # ---- file-level facts ----------------------------------------------------------------
-    def includes(self, node, out: dict | None = None) -> list[str]:
-        out = {} if out is None else out
-        for child in node.named_children:
-            if child.type == "preproc_include":
-                p = child.child_by_field_name("path")
-                target = self.txt(p).strip().strip('"<>').strip() if p is not None else ""
-                if target:
-                    out[target] = None
-            elif child.type in _CONTAINERS or child.type in ("namespace_definition",
-                                                              "linkage_specification"):
-                body = child.child_by_field_name("body")
-                self.includes(body if body is not None and child.type != "ERROR"
-                              and not child.type.startswith("preproc") else child, out)
+    def includes(self, root) -> list[str]:
+        """Every `#include` of the file in source order, at top level or nested: one inside a
+        function or class body expands a list there (the X-macro idiom), and that file is as
+        much this file's dependency. Lines that start a directive are found by pattern and
+        confirmed in the tree, so a directive in a comment or string does not count."""
+        out: dict[str, None] = {}
+        for m in _INCLUDE_LINE.finditer(self.clean):
+            node = root.descendant_for_byte_range(m.start(1), m.start(1) + 1)
+            while node is not None and node.type != "preproc_include":
+                node = node.parent
+            p = node.child_by_field_name("path") if node is not None else None
+            target = self.txt(p).strip().strip('"<>').strip() if p is not None else ""
+            if target:
+                out[target] = None
         return list(out)
 
     def leading_comment(self, root, comments) -> str:
