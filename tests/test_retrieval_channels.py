@@ -140,6 +140,13 @@ def test_literals_of_a_question_keep_their_spelling():
 def test_literals_are_linear_on_long_input():
     # One very long word and many short ones: split on white space, no backtracking regex.
     assert literals("x" * 200_000 + " y_z " + "a. " * 50_000) == ["y_z"]
+    assert literals("'" + "a " * 100_000 + "'") == []  # longer than a message: not a phrase
+
+
+def test_quoted_phrases_are_literals_and_apostrophes_are_not():
+    q = ("What does the message 'step size too large' mean? The run printed \"no such box\" "
+         "and \u2018grid gp=30\u2019. Don't the atoms' positions move? The 'owner' atom.")
+    assert literals(q) == ["step size too large", "no such box", "grid gp=30"]
 
 
 # ---- exact-token channel ----------------------------------------------------------------------
@@ -167,6 +174,34 @@ def test_other_case_counts_less(engine):
     assert why_same == ["exact 'ENABLE_FAST_PATH' in 1 file"]
     assert why_other == ["exact 'enable_fast_path' (other case) in 1 file"]
     assert same > other
+
+
+MESSAGES = {
+    "src/step/control.cpp": """// Step control of the time loop.
+namespace demo {
+/// Halves the step while the error estimate is above tolerance.
+double next_step(double dt, double err, double tol) {
+    if (err > tol) { printf("step size too large, halving\\n"); return dt / 2; }
+    return dt;
+}
+}
+""",
+} | {f"src/step/part_{n}.cpp": f"""// Part {n} of the step: the size of a large step.
+namespace demo {{
+/// Returns whether the step size of part {n} is too large for the cell size.
+bool too_large_{n}(double step, double size) {{ return step > size * {n}; }}
+}}
+""" for n in range(6)}
+
+
+def test_quoted_message_finds_the_file_that_prints_it(tmp_path):
+    # Every word of the message is in seven files; the phrase itself is printed in one.
+    engine = Engine.load(index_of(tmp_path, MESSAGES), Settings())
+    hits = engine.search("What does the message 'step size too large' mean?", k=5)
+    assert hits[0].chunk.path == "src/step/control.cpp"
+    assert any(w == "exact 'step size too large' in 1 file" for w in hits[0].why)
+    plain = engine.search("What does the message step size too large mean?", k=5)
+    assert not any(w.startswith("exact") for h in plain for w in h.why)
 
 
 def test_common_literal_is_ignored(engine):
@@ -1235,6 +1270,78 @@ def test_the_best_matchs_twin_joins_below_it_and_no_other_seeds(tmp_path):
         prof.twin = 0
     assert not any("declaration/definition twin" in w
                    for w in (run(off)[header].why if header in run(off) else []))
+
+
+def _expand_from(store, seed: int, profile: str = "minimal", settings=None, named=()):
+    """Expansion of one seed candidate (score 1.0): idx -> candidate."""
+    from codeteacher.retrieval.expand import expand
+    from codeteacher.retrieval.search import Candidate
+
+    settings = settings or Settings()
+    cands = {seed: Candidate(idx=seed, score=1.0)}
+    expand(store, cands, [cands[seed]], store.vectors[seed], profile, settings.expansion,
+           lambda i: Candidate(idx=i), frozenset(named))
+    return cands
+
+
+def _joined(store, cands, relation: str) -> set[str]:
+    return {store.records[i].path for i, c in cands.items()
+            if any(w.startswith(relation) for w in c.why)}
+
+
+def test_the_files_that_include_a_named_header_join_when_few_do(tmp_path):
+    # A question names tables.h, included by two files, one of them inside a function body
+    # (a list expanded there); common.h is included by five, which makes it plumbing.
+    body = "#include \"common.h\"\nint f{n}() {{ return {n}; }}\n"
+    files = {f"src/user_{n}.c": body.format(n=n) for n in range(5)}
+    files |= {
+        "src/common.h": "#pragma once\ntypedef double real;\n",
+        "src/tables.h": "#pragma once\nstatic const int order[4] = {0, 1, 3, 2};\n",
+        "src/curve.c": "#include \"tables.h\"\n// Orders blocks along a curve.\n"
+                       "int curve(int i) { return order[i % 4]; }\n",
+        "src/setup.c": "// Sets up the blocks.\nint setup(int i) {\n"
+                       "#include \"tables.h\"\n  return order[i % 4] + i;\n}\n",
+    }
+    store = Engine.load(index_of(tmp_path, files), Settings()).store
+    tables, common = store.file_record_index("src/tables.h"), store.file_record_index("src/common.h")
+    includers = "file that includes it"
+    named = ["src/tables.h", "src/common.h"]
+    assert _joined(store, _expand_from(store, tables, named=named), includers) == {
+        "src/curve.c", "src/setup.c"}
+    assert _joined(store, _expand_from(store, common, named=named), includers) == set()
+    # Found by its topic, not named: the includers are not what the question is about.
+    assert _joined(store, _expand_from(store, tables), includers) == set()
+    off = Settings()
+    for prof in off.expansion.profiles.values():
+        prof.includers = 0
+    assert _joined(store, _expand_from(store, tables, settings=off, named=named), includers) \
+        == set()
+
+
+def test_build_files_that_hand_work_to_each_other_join_both_ways(tmp_path):
+    from codeteacher.retrieval.expand import _build_links
+
+    files = {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(heat CXX)\n"
+                          "include(cmake/options.cmake)\nadd_subdirectory(src)\n"
+                          "add_subdirectory(${EXTRA_DIR})\n",
+        "cmake/options.cmake": "option(HEAT_ENABLE_MPI \"Build with MPI\" ON)\n",
+        "src/CMakeLists.txt": "add_executable(heat main.cpp)\n",
+        "Makefile": "default:\n\n%:\n\t${MAKE} -C src $@\n",
+        "src/Makefile": "include Makefile.inc\nheat: main.cpp\n\t$(CXX) -o heat main.cpp\n",
+        "src/Makefile.inc": "CXX ?= g++\n",
+        "src/main.cpp": "// Heat solver driver.\nint main() { return 0; }\n",
+    }
+    store = Engine.load(index_of(tmp_path, files), Settings()).store
+    links = _build_links(store)
+    assert sorted(links["CMakeLists.txt"]) == ["cmake/options.cmake", "src/CMakeLists.txt"]
+    assert links["src/CMakeLists.txt"] == ["CMakeLists.txt"]
+    assert links["Makefile"] == ["src/Makefile"]
+    assert sorted(links["src/Makefile"]) == ["Makefile", "src/Makefile.inc"]
+    top_make = next(i for i, r in enumerate(store.records)
+                    if r.path == "src/Makefile" and r.kind == "build")
+    assert _joined(store, _expand_from(store, top_make), "build file linked to it") == {
+        "Makefile", "src/Makefile.inc"}
 
 
 def test_a_question_naming_its_build_tool_ranks_the_other_tools_files_down(tmp_path):

@@ -6,6 +6,7 @@ each records the seed and the relation that brought it in.
 """
 from __future__ import annotations
 
+import posixpath
 import re
 from collections import defaultdict
 from pathlib import PurePosixPath
@@ -19,6 +20,14 @@ from .ports import family_key
 from .query import CODE_EXT
 
 _FILE_WORD = re.compile(r"[\w./+-]+\.[A-Za-z][A-Za-z0-9]{0,5}")
+# How one build file hands work to another: CMake's add_subdirectory(dir) and include(file),
+# Make's include and a recursive $(MAKE) -C dir / cd dir && make. A variable (${X}) is no path.
+_SUBDIR = re.compile(r"\badd_subdirectory\s*\(\s*([^\s)$]+)", re.I)
+_CMAKE_INCLUDE = re.compile(r"\binclude\s*\(\s*([^\s)$]+)", re.I)
+_MAKE_INCLUDE = re.compile(r"^[ \t]*-?s?include[ \t]+([^\s$]+)", re.M)
+_MAKE_DIR = re.compile(r"(?:\$[({]MAKE[)}]|\bmake)\s+(?:[^\n;&|]*?\s)?-C\s*([^\s$;&|]+)"
+                       r"|\bcd\s+([^\s$;&|]+)\s*(?:&&|;)\s*(?:\$[({]MAKE[)}]|make)\b")
+_MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
 
 
 def _best_by_similarity(store: IndexStore, ids: list[int], qvec: np.ndarray, n: int) -> list[int]:
@@ -45,6 +54,11 @@ def _included(store: IndexStore, path: str, qvec: np.ndarray, n: int) -> list[in
     ids = [store.file_record_index(node_path(d))
            for t, d in store.edges_out.get(file_node(path), []) if t == "include"]
     return _best_by_similarity(store, [i for i in ids if i is not None], qvec, n)
+
+
+def _includers(store: IndexStore, path: str) -> list[str]:
+    """Files whose `#include` resolves to `path`, in graph order."""
+    return [node_path(s) for t, s in store.edges_in.get(file_node(path), []) if t == "include"]
 
 
 def _twins(store: IndexStore, path: str) -> list[str]:
@@ -84,9 +98,55 @@ def _build_mentions(store: IndexStore) -> dict[str, list[int]]:
     return out
 
 
+def _build_links(store: IndexStore) -> dict[str, list[str]]:
+    """build file -> the build files it hands work to and those that hand work to it (both
+    ways: a question about the build reaches the top-level file and the one doing the work);
+    computed once per loaded index."""
+    cache = store.memo("build_links")
+    if "links" in cache:
+        return cache["links"]
+    files = set(store.manifest.files)
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for p in files:
+        by_name[PurePosixPath(p).name].append(p)
+    texts: dict[str, list[str]] = defaultdict(list)
+    for r in store.records:
+        if r.scope == "build" and r.kind not in ("file", "module"):
+            texts[r.path].append(r.text)
+
+    def resolve(here: str, target: str, names: tuple[str, ...] = ()) -> str | None:
+        target = target.strip("\"'").replace("${CMAKE_CURRENT_SOURCE_DIR}/", "")
+        base = PurePosixPath(here).parent
+        for rel in ([f"{target}/{n}" for n in names] if names else [target]):
+            path = posixpath.normpath(str(base / rel))
+            if path in files:
+                return path
+        # include(Module): a module found through CMAKE_MODULE_PATH, if its name is unique.
+        if not names and "/" not in target:
+            hits = by_name.get(f"{target}.cmake", [])
+            return hits[0] if len(hits) == 1 else None
+        return None
+
+    links: dict[str, list[str]] = defaultdict(list)
+    for path, parts in texts.items():
+        text = "\n".join(parts)
+        cmake = PurePosixPath(path).name.lower() == "cmakelists.txt" or path.endswith(".cmake")
+        found = ([resolve(path, m, ("CMakeLists.txt",)) for m in _SUBDIR.findall(text)]
+                 + [resolve(path, m) for m in _CMAKE_INCLUDE.findall(text)]) if cmake else \
+            ([resolve(path, m) for m in _MAKE_INCLUDE.findall(text)]
+             + [resolve(path, a or b, _MAKEFILES) for a, b in _MAKE_DIR.findall(text)])
+        for target in dict.fromkeys(t for t in found if t and t != path):
+            links[path].append(target)
+            links[target].append(path)
+    cache["links"] = dict(links)
+    return cache["links"]
+
+
 def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profile_name: str,
-           settings: ExpansionSettings, make_candidate) -> list[tuple[int, str, str]]:
-    """Add neighbours to `cands` (idx -> Candidate); returns (idx, relation, seed id) added."""
+           settings: ExpansionSettings, make_candidate,
+           named: frozenset[str] = frozenset()) -> list[tuple[int, str, str]]:
+    """Add neighbours to `cands` (idx -> Candidate); returns (idx, relation, seed id) added.
+    `named` holds the files the question names."""
     prof = settings.profiles[profile_name]  # Settings validates every routed profile name
     added: list[tuple[int, str, str]] = []
     records = store.records
@@ -137,6 +197,11 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         best = _best_by_similarity(store, members, qvec, 1)
         return best[0] if best else store.file_record_index(path)
 
+    def best_of(path: str) -> int | None:
+        """The file's candidate the question ranks highest, else its best chunk."""
+        found = [i for i in store.by_path.get(path, []) if i in cands]
+        return max(found, key=lambda i: cands[i].score) if found else best_in(path)
+
     def in_own_files(ids: list[int]) -> list[int]:
         """Those of `ids` not in a file shown, nor in another port's copy of one:
         plainest_variants shows that copy as the same file, so it would add nothing."""
@@ -159,10 +224,25 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
             for i in _best_by_similarity(store, builds, qvec, prof.build):
                 if add(i, "build file naming it", seed, "other_file"):
                     shown.add(records[i].path)
+        if prof.build_links and r.scope == "build" and r.kind != "module":
+            linked = [best_of(p) for p in _build_links(store).get(r.path, []) if p not in shown]
+            for i in pick([i for i in linked if i is not None], prof.build_links):
+                if add(i, "build file linked to it", seed, "other_file"):
+                    shown.add(records[i].path)
         if prof.bases and r.kind in ("class", "struct"):
             bases = [sym_index(d) for t, d in store.edges_out.get(node, []) if t == "inherits"]
             for i in [b for b in bases if b is not None][: prof.bases]:
                 add(i, "base class", seed, "other_file")
+        # What a file the question names is for shows where it is included (a header found
+        # only by its topic is not what its includers are about: they pushed out answers).
+        if r.kind == "file" and prof.includers and r.path in named:
+            twins = set(_twins(store, r.path))
+            users = [p for p in _includers(store, r.path) if p not in twins]
+            if len(users) <= settings.includers_max_files:
+                found = [best_of(p) for p in users if p not in shown]
+                for i in pick([i for i in found if i is not None], prof.includers):
+                    if add(i, "file that includes it", seed, "other_file"):
+                        shown.add(records[i].path)
         if r.kind == "file":
             members = [i for i in store.by_path.get(r.path, []) if records[i].kind not in
                        ("file", "declaration", "function_part") and not records[i].is_declaration]

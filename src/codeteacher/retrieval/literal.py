@@ -21,6 +21,11 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z][A-Za-z0-9_]*")
 _EDGE = "\"'()[]{}<>,;:?!*"
 _FILE = re.compile(r"[\w+-]*\w\.[A-Za-z][A-Za-z0-9]{0,5}")
 _MIXED_DIGITS = re.compile(r"[A-Za-z]+[0-9]+[A-Za-z0-9]*")
+# A quoted span: the opening quote starts a word and the closing one ends it, so apostrophes
+# (don't, the atoms' positions) never open one. Users quote what they saw: a message the program
+# printed, a line of an input file. Bounded length, one line: no backtracking blow-up.
+_QUOTED = re.compile(r"""(?:(?<=[\s(\[])|^)(["'‘“])([^"'‘’“”\n]{3,80}?)"""
+                     r"""["'’”](?=[\s.,;:?!)\]]|$)""")
 
 
 @dataclass
@@ -56,10 +61,17 @@ def identifier_shape(word: str) -> str | None:
 
 
 def literals(question: str) -> list[str]:
-    """Identifier-shaped words of the question, as written; backticked text always counts.
-    Splits on backticks and white space and strips punctuation: linear in the length."""
+    """Identifier-shaped words of the question, as written; backticked text and quoted text
+    of more than one word (a printed message, an input line) always count. Splits on backticks
+    and white space and strips punctuation: linear in the length."""
     out: list[str] = []
     seen: set[str] = set()
+    for m in _QUOTED.finditer(question):
+        span = m.group(2).strip()
+        # One quoted word is emphasis ('owner' atoms); its shape decides, as for any word.
+        if " " in span and span not in seen and any(ch.isalpha() for ch in span):
+            seen.add(span)
+            out.append(span)
     parts = question.split("`")
     ticks = len(parts) - 1  # counted once: recounting per part was quadratic in backticks
     for n, part in enumerate(parts):

@@ -500,7 +500,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     added = []
     if settings.expansion.enabled and allowed is None:
         added = expand(store, cands, ranked, qvec, qa.profile, settings.expansion,
-                       lambda i: Candidate(idx=i))
+                       lambda i: Candidate(idx=i), frozenset(qa.named_files))
         ranked = sorted(cands.values(), key=lambda c: -c.score)
     # Select generously, then let the context filter drop what stronger chunks already carry.
     per_file = rule.max_per_file if rule and rule.max_per_file else rs.max_per_file

@@ -278,6 +278,14 @@ class ExpansionProfile(_S):
                          "corpora, level on six; eval/README.md).")
     bases: int = Field(default=0, description="Base classes of a seed class (another file, the "
                        "interface the class implements).")
+    build_links: int = Field(default=0, description="Build files a seed build file hands work "
+                             "to or gets it from (add_subdirectory, include, make -C), at "
+                             "other_file_decay: a build is read from the top file down to the "
+                             "one that does the work.")
+    includers: int = Field(default=0, description="Files that include a seed file the "
+                           "question names (another file, at other_file_decay), when few do "
+                           "(includers_max_files): what a header is for is seen where it is "
+                           "included; the question's own channels choose among them.")
 
 
 class ExpansionSettings(_S):
@@ -308,15 +316,19 @@ class ExpansionSettings(_S):
                                     "files (caller, callee, build file, base class; a twin "
                                     "has twin_decay): a multi-file answer needs them next to "
                                     "the seed, not after more of its chunks.")
+    includers_max_files: int = Field(default=4, ge=0, description="A file included by more "
+                                     "files than this is shared plumbing (a types or config "
+                                     "header): its includers say nothing about it "
+                                     "(profile.includers).")
     profiles: dict[str, ExpansionProfile] = Field(description=(
         "Profile name -> caps per relation; routing picks one per intent."),
         default_factory=lambda: {
         "minimal": ExpansionProfile(call=1, owner=1, file_symbols=2, module_files=2, include=0,
-                                    total=3, callers=1, callees=1, twin=1),
+                                    total=3, callers=1, callees=1, twin=1, includers=2, build_links=2),
         "balanced": ExpansionProfile(call=2, owner=1, file_symbols=3, module_files=4, include=1,
-                                     total=6, callers=1, callees=1, twin=1),
+                                     total=6, callers=1, callees=1, twin=1, includers=2, build_links=2),
         "broad": ExpansionProfile(call=4, owner=1, file_symbols=4, module_files=6, include=2,
-                                  total=10, callers=1, callees=1, twin=1),
+                                  total=10, callers=1, callees=1, twin=1, includers=2, build_links=2),
     })
 
 
