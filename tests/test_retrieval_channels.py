@@ -997,14 +997,14 @@ def test_a_callee_in_another_file_that_the_question_found_joins_the_best_match(t
 
     for closest in (logger, size):  # the question is closest to a callee that may not join
         cands = run(Settings(), closest)
-        assert cands[kernel].score == pytest.approx(0.9)  # the seed's score x other_file_decay
+        assert cands[kernel].score == pytest.approx(Settings().expansion.other_file_decay)
         assert any("callee in another file" in w for w in cands[kernel].why)
         assert cands[size].score == pytest.approx(0.01)
         assert not any("callee in another file" in w
                        for w in (cands[logger].why if logger in cands else []))
     loose = Settings()
     loose.expansion.callee_min_statements = 0
-    assert run(loose, size)[size].score == pytest.approx(0.9)
+    assert run(loose, size)[size].score == pytest.approx(Settings().expansion.other_file_decay)
     off = Settings()
     for prof in off.expansion.profiles.values():
         prof.callees = 0
