@@ -557,6 +557,31 @@ def test_filter_drops_a_declaration_only_when_its_definition_is_present(engine):
     assert filter_context([declaration, other], cf) == ([0, 1], [])
 
 
+def test_filter_keeps_the_only_item_of_an_implementation_file_whose_class_is_shown():
+    # The class (in the header) lists the method, so the method's short definition in the
+    # source file is "carried" by it; but it is that file's only item, and dropping it took the
+    # implementation file out of the evidence. A stub (one line) still goes.
+    from codeteacher.ingest.parse.cpp import parse_cpp
+
+    header = parse_cpp("src/Reader.hh", "#pragma once\n/// Reads named values of the input.\n"
+                       "class Reader {\npublic:\n  double get(const char* key) const;\n"
+                       "  int size() const;\nprivate:\n  int n_;\n};\n")
+    source = parse_cpp("src/Reader.cc", "#include \"Reader.hh\"\n"
+                       "double Reader::get(const char* key) const {\n  return lookup(key);\n}\n"
+                       "int Reader::size() const { return n_; }\n")
+    cls = next(c for c in header.chunks if c.kind == "class")
+    get = next(c for c in source.chunks if c.name == "get")
+    size = next(c for c in source.chunks if c.name == "size")
+    cf = Settings().context_filter
+    assert filter_context([cls, get], cf) == ([0, 1], [])
+    kept, dropped = filter_context([cls, size], cf)  # a one-line accessor: a stub
+    assert kept == [0] and "carried by" in dropped[0][1]
+    off = Settings().context_filter
+    off.keep_files = False
+    kept, dropped = filter_context([cls, get], off)
+    assert kept == [0] and "carried by Reader" in dropped[0][1]
+
+
 def test_filter_in_the_pipeline(engine, minipic_index):
     hits, trace = traced(engine, "Where is depositChargeCIC?")
     ids = [h.chunk.id for h in hits]

@@ -4,6 +4,7 @@ model's token budget is fitted where the prompt is built: answer/llm.build_conte
 """
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
 
 from ..contracts.models import Chunk
@@ -64,11 +65,15 @@ def filter_context(chunks: list[Chunk], settings: ContextFilterSettings, trivial
                    ) -> tuple[list[int], list[tuple[int, str]]]:
     """Indices of chunks kept (in order) and (index, reason) of those dropped."""
     info = [information(c, trivial_lines, settings.information) for c in chunks]
+    per_file = Counter(c.path for c in chunks)
     kept, dropped = [], []
     for i, c in enumerate(chunks):
         if info[i] < settings.min_info:
             stronger = [chunks[j] for j in range(len(chunks)) if j != i and info[j] > info[i]]
             carrier = _carrier(c, stronger)
+            if carrier is not None and settings.keep_files and carrier.path != c.path \
+                    and per_file[c.path] == 1 and not low_signal(c, trivial_lines):
+                carrier = None  # the only item of its file: the file would leave the evidence
             if carrier is not None:
                 dropped.append((i, f"carried by {carrier.qualified_name or carrier.name} "
                                    f"(info {info[i]:.2f} < {settings.min_info})"))

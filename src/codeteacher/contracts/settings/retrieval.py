@@ -358,6 +358,12 @@ class ContextFilterSettings(_S):
     enabled: bool = Field(default=True, description="Drop carried weak chunks from the result.")
     min_info: float = Field(default=0.25, description="Chunks below this information score are "
                             "dropped when a stronger chunk from the same place carries them.")
+    keep_files: bool = Field(default=True, description="A chunk carried from ANOTHER file (a "
+                             "method whose class, or a declaration whose definition, is shown "
+                             "elsewhere) stays when it is its file's only item and not a "
+                             "stub (rerank.low_signal): dropping it took the file out of the "
+                             "evidence (an implementation file whose class is shown from the "
+                             "header).")
     information: InformationWeights = Field(default_factory=lambda: InformationWeights(),
                                             description=InformationWeights.__doc__)
 
