@@ -240,6 +240,21 @@ def test_requested_entity_types(engine, question, kind):
     assert kind in classify(qa, engine.settings.routing)[2]
 
 
+@pytest.mark.parametrize("question,calls", [
+    ("What is the output binary called?", False),
+    ("With MPI, what is the executable called, and where does it go?", False),
+    ("There is a script called make_headers in the scripts folder; what is it for?", False),
+    ("How is depositChargeCIC called?", True),
+    ("Where is the function called from?", True),
+    ("Which functions are called by the pusher?", True),
+])
+def test_called_that_names_asks_for_no_call_chain(engine, question, calls):
+    wanted = classify(analysis(engine, question), engine.settings.routing)[2]
+    assert ("call_chain" in wanted) is calls
+    if "function" in question:
+        assert "function" in wanted  # only the word 'called' is left out
+
+
 def test_no_entity_type_without_a_cue(engine):
     qa = analysis(engine, "How does the Boris rotation handle the magnetic field?")
     assert classify(qa, engine.settings.routing)[2] == []

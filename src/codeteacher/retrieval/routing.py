@@ -18,7 +18,10 @@ def cue_pattern(pattern: str) -> re.Pattern:
 def classify(qa: QueryAnalysis, settings: RoutingSettings) -> tuple[str, str, list[str]]:
     """(intent, expansion profile, requested entity types)."""
     text = qa.question.lower().strip()
-    wanted = [t for t, pat in settings.entity_cues.items() if cue_pattern(pat).search(text)]
+    # "What is the binary called?" names a thing; it asks for no call chain.
+    unnamed = cue_pattern(settings.naming_cue).sub(lambda m: m.group(0)[:-len("called")], text) \
+        if settings.naming_cue else text
+    wanted = [t for t, pat in settings.entity_cues.items() if cue_pattern(pat).search(unnamed)]
     if not settings.enabled:
         return settings.default_intent, settings.default_profile, wanted
     file_only = bool(qa.named_files) and not qa.symbols

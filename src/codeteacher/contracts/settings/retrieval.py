@@ -134,6 +134,17 @@ class RoutingSettings(_S):
             "test": r"\b(tests?|tested|testing)\b",
         },
         description="Requested entity types: regex per type on the lower-cased question.")
+    naming_cue: Regex = Field(
+        default=r"\bwhat\s+(?:is|are|was|were)\b[^?.!;]*?\bcalled(?=\s*(?:[?.!,;:]|$))|"
+                r"\b(?:file|script|function|routine|method|class|variable|macro|option|flag|"
+                r"folder|directory|binary|executable|program|tool|library|module|header|"
+                r"target|parameter|field|struct|type)s?\s+called\b(?!\s+(?:by|from|in|inside|"
+                r"within|during|when|whenever|before|after|at|on|once|twice|each|every|per|"
+                r"for|again|only|first|last|directly|indirectly|here|there)\b)",
+        description="'called' that names rather than calls ('what is the executable called?', "
+                    "'a script called X'; not 'a function called from X'): the word is left "
+                    "out before entity_cues are matched, so the question asks for no call "
+                    "chain. A match ends in that word.")
 
 
 class RerankWeights(_S):
