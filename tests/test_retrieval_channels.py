@@ -1289,6 +1289,14 @@ def _joined(store, cands, relation: str) -> set[str]:
             if any(w.startswith(relation) for w in c.why)}
 
 
+def test_a_stub_with_a_stray_semicolon_is_one_statement():
+    from codeteacher.retrieval.expand import _statements
+
+    assert _statements("List Neighbor::get_list() { return List(); };") == 1
+    assert _statements("void step() { a(); b(); }") == 2
+    assert _statements("struct Box { int n; };") == 1
+
+
 def test_the_files_that_include_a_named_header_join_when_few_do(tmp_path):
     # A question names tables.h, included by two files, one of them inside a function body
     # (a list expanded there); common.h is included by five, which makes it plumbing.

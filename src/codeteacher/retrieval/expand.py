@@ -56,6 +56,14 @@ def _included(store: IndexStore, path: str, qvec: np.ndarray, n: int) -> list[in
     return _best_by_similarity(store, [i for i in ids if i is not None], qvec, n)
 
 
+_DEFINITION_END = re.compile(r"\}\s*;")
+
+
+def _statements(text: str) -> int:
+    """Semicolons that end statements: `};` closes a definition (`{ return n_; };` is one)."""
+    return text.count(";") - len(_DEFINITION_END.findall(text))
+
+
 def _includers(store: IndexStore, path: str) -> list[str]:
     """Files whose `#include` resolves to `path`, in graph order."""
     return [node_path(s) for t, s in store.edges_in.get(file_node(path), []) if t == "include"]
@@ -276,7 +284,7 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
             # one-statement accessor (`return size;`) does no work worth showing.
             away = [i for i in in_own_files([i for i in calls if i is not None and i in cands])
                     if records[i].kind != "macro"
-                    and records[i].text.count(";") >= settings.callee_min_statements]
+                    and _statements(records[i].text) >= settings.callee_min_statements]
             for i in pick(away, prof.callees):
                 if add(i, "callee in another file", seed, "other_file"):
                     shown.add(records[i].path)
