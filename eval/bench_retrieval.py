@@ -78,6 +78,12 @@ ABLATIONS = {
     "no twin of the best match": {f"expansion.profiles.{p}.twin": 0
                                   for p in ("minimal", "balanced", "broad")},
     "other build tool not ranked down": {"rerank.weights.other_build_tool": 0.0},
+    "no includers of a named file": {f"expansion.profiles.{p}.includers": 0
+                                     for p in ("minimal", "balanced", "broad")},
+    "no linked build files": {f"expansion.profiles.{p}.build_links": 0
+                              for p in ("minimal", "balanced", "broad")},
+    "carried only items of a file dropped": {"context_filter.keep_files": False},
+    "'called' always a call": {"routing.naming_cue": ""},
     "3 per file": {"retrieval.max_per_file": 3},
     "folders kept": {"retrieval.modules_as_files": False},
     # Tried and off by default: switched ON here to show what they would do.

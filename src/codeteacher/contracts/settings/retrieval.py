@@ -292,11 +292,15 @@ class ExpansionProfile(_S):
     build_links: int = Field(default=0, description="Build files a seed build file hands work "
                              "to or gets it from (add_subdirectory, include, make -C), at "
                              "other_file_decay: a build is read from the top file down to the "
-                             "one that does the work.")
+                             "one that does the work (2 in every profile: recall@5 up on three of nine "
+                             "dev corpora, level on the rest; eval/README.md).")
     includers: int = Field(default=0, description="Files that include a seed file the "
                            "question names (another file, at other_file_decay), when few do "
                            "(includers_max_files): what a header is for is seen where it is "
-                           "included; the question's own channels choose among them.")
+                           "included; the question's own channels choose among them (2 in "
+                           "every profile: recall@5 up on two of nine dev corpora, level on "
+                           "the rest; for any header found, not only named ones, it cost "
+                           "three).")
 
 
 class ExpansionSettings(_S):
@@ -374,7 +378,7 @@ class ContextFilterSettings(_S):
                              "elsewhere) stays when it is its file's only item and not a "
                              "stub (rerank.low_signal): dropping it took the file out of the "
                              "evidence (an implementation file whose class is shown from the "
-                             "header).")
+                             "header; one corpus up, the rest level).")
     information: InformationWeights = Field(default_factory=lambda: InformationWeights(),
                                             description=InformationWeights.__doc__)
 
