@@ -25,7 +25,7 @@ _FILE_WORD = re.compile(r"[\w./+-]+\.[A-Za-z][A-Za-z0-9]{0,5}")
 _SUBDIR = re.compile(r"\badd_subdirectory\s*\(\s*([^\s)$]+)", re.I)
 _CMAKE_INCLUDE = re.compile(r"\binclude\s*\(\s*([^\s)$]+)", re.I)
 _MAKE_INCLUDE = re.compile(r"^[ \t]*-?s?include[ \t]+([^\s$]+)", re.M)
-_MAKE_DIR = re.compile(r"(?:\$[({]MAKE[)}]|\bmake)\s+(?:[^\n;&|]*?\s)?-C\s*([^\s$;&|]+)"
+_MAKE_DIR = re.compile(r"(?:\$[({]MAKE[)}]|\bmake)\s+(?:[^\n;&|]{0,200}?\s)?-C\s*([^\s$;&|]+)"
                        r"|\bcd\s+([^\s$;&|]+)\s*(?:&&|;)\s*(?:\$[({]MAKE[)}]|make)\b")
 _MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
 

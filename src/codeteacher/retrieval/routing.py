@@ -9,6 +9,9 @@ from ..contracts.settings.retrieval import RoutingSettings
 from .query import QueryAnalysis
 
 
+_CALLED = re.compile(r"called$")
+
+
 @lru_cache(maxsize=256)
 def cue_pattern(pattern: str) -> re.Pattern:
     """A cue regex from settings, compiled once (routing, rerank and select all ask per query)."""
@@ -19,7 +22,7 @@ def classify(qa: QueryAnalysis, settings: RoutingSettings) -> tuple[str, str, li
     """(intent, expansion profile, requested entity types)."""
     text = qa.question.lower().strip()
     # "What is the binary called?" names a thing; it asks for no call chain.
-    unnamed = cue_pattern(settings.naming_cue).sub(lambda m: m.group(0)[:-len("called")], text) \
+    unnamed = cue_pattern(settings.naming_cue).sub(lambda m: _CALLED.sub("", m.group(0)), text) \
         if settings.naming_cue else text
     wanted = [t for t, pat in settings.entity_cues.items() if cue_pattern(pat).search(unnamed)]
     if not settings.enabled:

@@ -144,7 +144,7 @@ class RoutingSettings(_S):
         description="'called' that names rather than calls ('what is the executable called?', "
                     "'a script called X'; not 'a function called from X'): the word is left "
                     "out before entity_cues are matched, so the question asks for no call "
-                    "chain. A match ends in that word.")
+                    "chain (a trailing 'called' of each match is removed).")
 
 
 class RerankWeights(_S):
@@ -292,8 +292,8 @@ class ExpansionProfile(_S):
     build_links: int = Field(default=0, description="Build files a seed build file hands work "
                              "to or gets it from (add_subdirectory, include, make -C), at "
                              "other_file_decay: a build is read from the top file down to the "
-                             "one that does the work (2 in every profile: recall@5 up on three of nine "
-                             "dev corpora, level on the rest; eval/README.md).")
+                             "one that does the work (2 in every profile: recall@5 up on three "
+                             "of nine dev corpora, level on the rest; eval/README.md).")
     includers: int = Field(default=0, description="Files that include a seed file the "
                            "question names (another file, at other_file_decay), when few do "
                            "(includers_max_files): what a header is for is seen where it is "
@@ -341,11 +341,14 @@ class ExpansionSettings(_S):
         "Profile name -> caps per relation; routing picks one per intent."),
         default_factory=lambda: {
         "minimal": ExpansionProfile(call=1, owner=1, file_symbols=2, module_files=2, include=0,
-                                    total=3, callers=1, callees=1, twin=1, includers=2, build_links=2),
+                                    total=3, callers=1, callees=1, twin=1, includers=2,
+                                    build_links=2),
         "balanced": ExpansionProfile(call=2, owner=1, file_symbols=3, module_files=4, include=1,
-                                     total=6, callers=1, callees=1, twin=1, includers=2, build_links=2),
+                                     total=6, callers=1, callees=1, twin=1, includers=2,
+                                     build_links=2),
         "broad": ExpansionProfile(call=4, owner=1, file_symbols=4, module_files=6, include=2,
-                                  total=10, callers=1, callees=1, twin=1, includers=2, build_links=2),
+                                  total=10, callers=1, callees=1, twin=1, includers=2,
+                                  build_links=2),
     })
 
 
