@@ -1075,6 +1075,29 @@ def test_a_number_and_its_letter_are_one_identifier_part(tmp_path):
     assert store.records[best].path == "src/grid_2d.cpp"
 
 
+def test_a_test_folders_main_is_no_port_of_the_programs_main(tmp_path):
+    # Both define main(); the test's is smaller, so by plainness alone it would be shown in
+    # place of the program's driver. A test file is no variant of the program.
+    from codeteacher.retrieval.ports import PortRules, plainest_twin
+
+    work = "".join(f"  x += step_{n}(x);\n" for n in range(12))
+    files = {
+        "src/main.cpp": "// The driver: sets up, runs and reports.\nint main(int argc, char** argv) "
+                        "{\n  double x = 1.0;\n" + work + "  return report(x);\n}\n",
+        "unittesting/Geometry/main.cpp": "// Checks the geometry.\nint main() {\n"
+                                         "  return check_geometry();\n}\n",
+    }
+    store = Engine.load(index_of(tmp_path, files), Settings()).store
+    rs = Settings().retrieval
+    rules = PortRules(rs.port_share, None, True, rs.device_constructs, "", rs.reference_port_cue)
+    prog = record_at(store, "src/main.cpp", "main")
+    assert store.records[prog].scope == "src"
+    assert store.records[record_at(store, "unittesting/Geometry/main.cpp", "main")].scope \
+        == "test"
+    assert plainest_twin(store, store.records[prog], set(), set(), store.vectors[prog],
+                         rules) is None
+
+
 def test_identical_copies_are_shown_in_the_reference_one_when_the_family_has_other_files(
         tmp_path):
     # Two ports hold byte-identical copies of a header of declarations; a test folder holds

@@ -30,6 +30,9 @@ _LANG_BY_EXT = {
 _TEST_DIRS = {"test", "tests", "testing", "unit_tests", "unittests", "unittest", "unit-tests",
               "unit_test", "unit-test", "testsuite", "test_suite", "tst", "gtest", "ctest",
               "regression", "regressions", "integration_tests"}
+# The same words joined to a kind of test: unittesting, regression_tests, perf-tests.
+_TEST_DIR = re.compile(r"^(?:unit|integration|regression|functional|func|system|perf|"
+                       r"performance|smoke|acceptance)[_-]?(?:test|tests|testing)$")
 _EXAMPLE_DIRS = {"example", "examples", "demo", "demos", "tutorial", "tutorials", "sample",
                  "samples", "apps", "applications", "miniapps", "mini-apps", "mini_apps",
                  "benchmarks", "benchmark", "bench", "showcase"}
@@ -43,8 +46,8 @@ def classify_scope(rel: str, category: str) -> str:
     stem = PurePosixPath(rel).stem
     if category == "build":
         return "build"
-    if any(p in _TEST_DIRS for p in parts) or (category in ("code", "script")
-                                               and _TEST_FILE.search(stem)):
+    if any(p in _TEST_DIRS or _TEST_DIR.match(p) for p in parts) \
+            or (category in ("code", "script") and _TEST_FILE.search(stem)):
         return "test"
     if any(p in _EXAMPLE_DIRS for p in parts):
         return "example"

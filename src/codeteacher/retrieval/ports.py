@@ -311,6 +311,8 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
     plain = asked_for or _plainest(store, name, rules)
     if plain is None or plain == r.path or plain in shown:
         return None
+    if _scope(store, plain) != r.scope:
+        return None  # a test's main.cpp is no port of the program's main.cpp
     code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
     names = {store.records[i].name for i in code}
     mine = {store.records[i].name for i in store.members(r.path)}
@@ -325,6 +327,11 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
         return store.file_record_index(plain)
     sims = np.asarray(store.vectors[code]) @ qvec
     return code[int(np.argmax(sims))]
+
+
+def _scope(store: IndexStore, path: str) -> str:
+    i = store.file_record_index(path)
+    return store.records[i].scope if i is not None else ""
 
 
 def _plainest_copy(store: IndexStore, r, family: list[str], shown: set[str],
