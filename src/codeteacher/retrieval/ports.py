@@ -311,12 +311,12 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
     plain = asked_for or _plainest(store, name, rules)
     if plain is None or plain == r.path or plain in shown:
         return None
-    if _scope(store, plain) != r.scope:
-        return None  # a test's main.cpp is no port of the program's main.cpp
     code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
     names = {store.records[i].name for i in code}
     mine = {store.records[i].name for i in store.members(r.path)}
-    if not names or len(names & mine) < rules.share * len(names):
+    # A test's main.cpp is no port of the program's main.cpp, whatever names they share.
+    if not names or len(names & mine) < rules.share * len(names) \
+            or _scope(store, plain) != r.scope:
         # Not ports of one thing (different files that share a name); r may still have
         # identical copies, shown in the plainest port folder's copy.
         return _plainest_copy(store, r, family, shown, rules)
