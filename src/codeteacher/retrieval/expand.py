@@ -113,10 +113,7 @@ def _build_links(store: IndexStore) -> dict[str, list[str]]:
     cache = store.memo("build_links")
     if "links" in cache:
         return cache["links"]
-    files = set(store.manifest.files)
-    by_name: dict[str, list[str]] = defaultdict(list)
-    for p in files:
-        by_name[PurePosixPath(p).name].append(p)
+    files = store.manifest.files  # path -> digest
     texts: dict[str, list[str]] = defaultdict(list)
     for r in store.records:
         if r.scope == "build" and r.kind not in ("file", "module"):
@@ -131,7 +128,8 @@ def _build_links(store: IndexStore) -> dict[str, list[str]]:
                 return path
         # include(Module): a module found through CMAKE_MODULE_PATH, if its name is unique.
         if not names and "/" not in target:
-            hits = by_name.get(f"{target}.cmake", [])
+            name = f"{target}.cmake"
+            hits = [p for p in store.by_basename.get(name, []) if PurePosixPath(p).name == name]
             return hits[0] if len(hits) == 1 else None
         return None
 
