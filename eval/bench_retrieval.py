@@ -56,8 +56,6 @@ ABLATIONS = {
     "no plainest port": {"retrieval.plainest_variant": False},
     "no plainest port folder": {"retrieval.plainest_port": False},
     "no device-code rule": {"retrieval.device_constructs": ""},
-    "no parallel-code cue": {"rerank.weights.parallel_code": 0.0},
-    "parallel code from one construct": {"rerank.parallel_min_matches": 1},
     "no document cap": {"retrieval.max_doc_files": None},
     "no option-code cue": {"rerank.weights.option_code": 0.0},
     "no threaded port for threads": {"retrieval.thread_cue": r"(?!)"},

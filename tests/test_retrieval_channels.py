@@ -678,46 +678,6 @@ def test_licence_and_changelog_yield_to_code_unless_asked_about(tmp_path):
     assert asked[0] == "LICENSE"
 
 
-def test_threads_questions_favour_the_code_that_shares_the_work(tmp_path):
-    # Two routines sum the same field; only one splits the loop among threads. A question
-    # about threads marks (and lifts) that one; a build question naming threads does not. A
-    # routine with a single parallel call (the thread count, for a log line) shares no work.
-    loop = "  for (int i = 0; i < n; ++i) s += v[i];\n  return s;\n}\n"
-    files = {
-        "src/sum_plain.cpp": "// Adds up the cell energies of the field.\n"
-                             "double energy_total(const double* v, int n) {\n  double s = 0;\n"
-                             "  log_threads(omp_get_max_threads());\n" + loop,
-        "src/sum_shared.cpp": "// Adds up the cell energies of the field.\n"
-                              "double energy_sum(const double* v, int n) {\n  double s = 0;\n"
-                              "#pragma omp parallel reduction(+:s)\n  {\n"
-                              "  int t = omp_get_thread_num(), nt = omp_get_num_threads();\n"
-                              "  for (int i = t; i < n; i += nt) s += v[i];\n  }\n"
-                              "  return s;\n}\n",
-    }
-    files["src/sum_gpu.cu"] = ("// Adds up the cell energies of the field on the GPU.\n"
-                               "__global__ void energy_kernel(const double* v, double* s, int n) "
-                               "{\n  __syncthreads();\n  atomicAdd(s, v[threadIdx.x]);\n}\n")
-    ix = index_of(tmp_path, files)
-
-    def marked(q, change=None):
-        hits = engine_with(ix, change).search(q, k=3)
-        return [h.chunk.path for h in hits], {h.chunk.path for h in hits
-                                               if any("parallel_code" in w for w in h.why)}
-
-    threads = "How are the cell energies of the field added up across threads?"
-    top, par = marked(threads)
-    assert par == {"src/sum_shared.cpp"} and top[0] == "src/sum_shared.cpp", top
-    # A question about the GPU counts device code (a kernel, its atomics) as well.
-    assert "src/sum_gpu.cu" in marked(
-        "How are the cell energies of the field added up across threads on the GPU?")[1]
-    top_off, par_off = marked(threads, lambda s: setattr(s.rerank.weights, "parallel_code", 0.0))
-    assert not par_off
-    assert marked("Where are the cell energies of the field added up?")[1] == set()
-    assert marked("How do I build the field energy sum with OpenMP threads?")[1] == set()
-    one_call = lambda s: setattr(s.rerank, "parallel_min_matches", 1)  # noqa: E731
-    assert "src/sum_plain.cpp" in marked(threads, one_call)[1]
-
-
 def test_two_documents_unless_the_question_asks_for_documentation(tmp_path):
     # Four notes describe the restart files in the question's words; the code that writes
     # them says less in prose. Two notes leave room for the code.

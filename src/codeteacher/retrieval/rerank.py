@@ -123,8 +123,8 @@ def third_party_roots(paths, markers: frozenset[str]) -> tuple[str, ...]:
 def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              wanted: list[str], same_file: int, trivial_lines: int, idf,
              flow_min_calls: int = 3, support_cap: int = 3,
-             metadata: frozenset[str] = frozenset(), parallel=None, options=None,
-             option_min_lines: int = 3, parallel_min: int = 1,
+             metadata: frozenset[str] = frozenset(), options=None,
+             option_min_lines: int = 3,
              third_party=None, other_tools: frozenset[str] = frozenset()) -> dict[str, float]:
     """Named facts about one candidate; `metadata` holds the project-metadata file names
     (licence, changelog) when the question does not ask about them."""
@@ -169,8 +169,6 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         f["third_party"] = 1.0
     if c.language in other_tools:  # only build files have a build tool's language
         f["other_build_tool"] = 1.0
-    if parallel is not None and c.kind in CODE and _count(parallel, c.text) >= parallel_min:
-        f["parallel_code"] = 1.0
     if options is not None and c.kind in CODE and _count(options, c.text) >= option_min_lines:
         f["option_code"] = 1.0
     return f
@@ -183,7 +181,7 @@ def _count(pattern: re.Pattern, text: str) -> int:
 
 def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
            rule: IntentRule | None, intent: str, wanted: list[str],
-           settings: RerankSettings, idf=lambda t: 1.0, device_constructs: str = "",
+           settings: RerankSettings, idf=lambda t: 1.0,
            third_party_roots: tuple[str, ...] = ()) -> None:
     """Adjust `score` of the first `top_n` candidates in place; record features in `why`.
     `third_party_roots` are folders (with a trailing slash) that hold another project's copy."""
@@ -198,15 +196,6 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     # Licence and changelog files answer questions about the project, not about its code.
     asks_metadata = cue_pattern(settings.metadata_cue).search(asked)
     metadata = frozenset() if asks_metadata else frozenset(settings.metadata_files)
-    # Questions about threads, ranks or devices are answered by the code that shares the work.
-    parallel = None
-    if settings.weights.parallel_code and intent not in settings.parallel_skip_intents \
-            and cue_pattern(settings.parallel_cue).search(asked):
-        # A question about CPU threads is not answered by a GPU port's kernels.
-        device = device_constructs and cue_pattern(settings.device_cue).search(asked)
-        parallel = cue_pattern(f"(?:{settings.parallel_constructs})|(?:{device_constructs})"
-                               if device else settings.parallel_constructs)
-
     options = None
     if settings.weights.option_code and intent not in settings.option_skip_intents \
             and cue_pattern(settings.option_cue).search(asked):
@@ -233,9 +222,8 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
         r = records[c.idx]
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
                          settings.trivial_lines, idf_memo, settings.flow_min_calls,
-                         settings.file_support_cap, metadata, parallel, options,
-                         settings.option_min_lines, settings.parallel_min_matches,
-                         third_party, other_tools)
+                         settings.file_support_cap, metadata, options,
+                         settings.option_min_lines, third_party, other_tools)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta

@@ -492,7 +492,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     if settings.rerank.enabled:
         rerank(ranked, store.records, qa.tokens, rule, qa.intent, qa.wanted, settings.rerank,
-               store.lexical.idf, rs.device_constructs, _third_party(store, settings.rerank))
+               store.lexical.idf, _third_party(store, settings.rerank))
         ranked.sort(key=lambda c: -c.score)
     if settings.cross_encoder.model:
         cross_encode(ranked, store.records, question, settings.cross_encoder)

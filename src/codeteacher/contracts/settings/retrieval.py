@@ -170,10 +170,6 @@ class RerankWeights(_S):
                               "declarations, one-line accessors, include lists.")
     off_scope: float = Field(default=-0.02, description="Test, build and example chunks when "
                              "the question is not about them.")
-    parallel_code: float = Field(default=0.01, description="Code that runs in parallel "
-                                 "(parallel_constructs) when the question asks how work is "
-                                 "shared among threads, ranks or devices (parallel_cue): "
-                                 "recall@5 up on three held-aside corpora, level on the rest.")
     option_code: float = Field(default=0.03, description="Code that reads run options (the "
                                "command line, an input deck's keywords: option_constructs) when "
                                "the question asks how a run is set up (option_cue): recall@5 up on "
@@ -217,32 +213,12 @@ class RerankSettings(_S):
                 r"news|versions?|authors?|contribut\w*|cite|citation)\b",
         description="Question words (regex over the question's lower-case tokens) that ask "
                     "about project metadata.")
-    parallel_cue: Regex = Field(
-        default=r"\b(threads?|threaded|threading|multithread\w*|openmp|omp|ranks?|gpus?|"
-                r"races?|racing|atomic\w*|parallel\w*|concurren\w*|simd|vectori[sz]\w*|"
-                r"offload\w*|kernels? launch\w*|reductions?|synchroni[sz]\w*)\b",
-        description="Question words (regex over the question's lower-case tokens) that ask "
-                    "how work is shared among threads, ranks or devices.")
-    parallel_skip_intents: list[str] = Field(
-        default=["api_usage", "build_install"],
-        description="Intents whose questions name threads or ranks to say how to run or "
-                    "build (\"on two MPI ranks\", \"with MPI and OpenMP\"): their answer is the "
-                    "docs and build files, not the parallel code.")
-    parallel_constructs: Regex = Field(
-        default=r"#\s*pragma\s+omp\b|\bMPI_[A-Z][a-z_]+\s*\(|\batomic|"
-                r"\bparallel_(for|reduce|scan)\b|\bstd::(thread|async)\b|\bomp_get_\w+",
-        description="Code that shares work among CPU threads or ranks: OpenMP pragmas and "
-                    "calls, MPI calls, atomics, parallel-for patterns, threads.")
-    parallel_min_matches: int = Field(default=3, ge=1, description="Matches of "
-                                      "parallel_constructs that make a chunk parallel code: one "
-                                      "MPI call in a driver (MPI_Init, a rank query) does not "
-                                      "make it the code that shares the work (recall@5 up on "
-                                      "two corpora, level on eight; HPCCG @10 one file down).")
     device_cue: Regex = Field(
         default=r"\b(gpus?|devices?|cuda|hip|sycl|opencl|openacc|offload\w*|accelerators?|"
                 r"graphics)\b",
-        description="Question words that ask about a device: device code "
-                    "(retrieval.device_constructs) counts as parallel code too.")
+        description="Question words that ask about a device: a question about threads that "
+                    "names one is about device threads, so the port shown need not run CPU "
+                    "threads (retrieval.thread_cue).")
     option_cue: Regex = Field(
         default=r"\b(command[- ]?line|input (deck|file)s?|options?|keywords?|settings?|"
                 r"parameters?|defaults?|run[- ]?time|arguments?|flags?)\b",
