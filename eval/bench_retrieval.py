@@ -80,6 +80,7 @@ ABLATIONS = {
                                      for p in ("minimal", "balanced", "broad")},
     "no linked build files": {f"expansion.profiles.{p}.build_links": 0
                               for p in ("minimal", "balanced", "broad")},
+    "generated files not ranked down": {"rerank.weights.generated": 0.0},
     "carried only items of a file dropped": {"context_filter.keep_files": False},
     "'called' always a call": {"routing.naming_cue": ""},
     "3 per file": {"retrieval.max_per_file": 3},

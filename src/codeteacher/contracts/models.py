@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 SCHEMA_VERSION = 1
 
-Scope = Literal["src", "test", "example", "build", "docs", "other"]
+Scope = Literal["src", "test", "example", "build", "docs", "generated", "other"]
 Category = Literal["code", "doc", "build", "script"]
 
 # Chunk kinds. Code kinds come from the C++ parser, the rest from the text chunkers or the

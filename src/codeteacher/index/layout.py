@@ -15,8 +15,9 @@ from ..contracts.models import Chunk
 # 5: HIP sources are code, unit_test/ folders and tstX files are test scope; 6: calls to a
 # function-like macro resolve to it; 7: a number and the letter after it are one identifier
 # part, "Mesh2D" -> "2d"; 8: an #include inside a function or class body is an include;
-# 9: unittesting/, regression-tests/ and the like are test folders).
-CHUNKER_VERSION = "cpp-ts-9"
+# 9: unittesting/, regression-tests/ and the like are test folders; 10: a file a tool says it
+# wrote (collect.generated_marker) is scope 'generated').
+CHUNKER_VERSION = "cpp-ts-10"
 FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"

@@ -161,7 +161,9 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         allowed.add("test")
     if "build" in wanted:
         allowed.add("build")
-    if c.scope in ("test", "build", "example") and c.scope not in allowed:
+    if c.scope == "generated":  # a configure script, Makefile.in, lock file a tool wrote
+        f["generated"] = 1.0
+    elif c.scope in ("test", "build", "example") and c.scope not in allowed:
         f["off_scope"] = 1.0
     if metadata and _is_metadata(c.path, metadata):
         f["project_metadata"] = 1.0

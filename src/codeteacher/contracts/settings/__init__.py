@@ -22,6 +22,7 @@ from .retrieval import (
     ContextFilterSettings,
     CrossEncoderSettings,
     ExpansionSettings,
+    Regex,
     RerankSettings,
     RetrievalSettings,
     RoutingSettings,
@@ -73,6 +74,16 @@ class CollectSettings(Section):
                                    "configuration or data file (line windows).")
     prose_min_words: int = Field(default=5, ge=1, description="Words a line needs (and mostly "
                                  "letters) to count as prose in that test.")
+    generated_marker: Regex = Field(
+        default=r"\bgenerated (automatically )?by (gnu )?(autoconf|automake|aclocal|libtool|"
+                r"swig|protoc|the protocol buffer compiler|bison|flex|yacc|cython|f2py|"
+                r"doxygen)\b|\bcode generated\b.*\bdo not edit\b|@generated\b",
+        description="A tool's note in a file's first lines (regex over their lower-case text) "
+                    "that it wrote the file: a generated configure script, Makefile.in or "
+                    "lock file gets scope 'generated' (ranked down by rerank.weights.generated). "
+                    "'' = none.")
+    generated_head_lines: int = Field(default=5, ge=1, description="First lines of a file "
+                                      "searched for generated_marker (tools write it at the top).")
 
 
 class ChunkSettings(Section):

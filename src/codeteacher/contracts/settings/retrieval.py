@@ -170,6 +170,10 @@ class RerankWeights(_S):
                               "declarations, one-line accessors, include lists.")
     off_scope: float = Field(default=-0.02, description="Test, build and example chunks when "
                              "the question is not about them.")
+    generated: float = Field(default=-0.02, description="Files a tool says it wrote (scope "
+                             "'generated', collect.generated_marker: configure, Makefile.in): "
+                             "they repeat their source (configure.ac, Makefile.am) at length, "
+                             "so BM25 ranks them above it; as off_scope.")
     option_code: float = Field(default=0.03, description="Code that reads run options (the "
                                "command line, an input deck's keywords: option_constructs) when "
                                "the question asks how a run is set up (option_cue): recall@5 up on "
