@@ -40,6 +40,7 @@ from rich.table import Table
 from codeteacher.api import Engine
 from codeteacher.evaluation.metrics import corpus_name_map, gold_files
 
+from codeteacher.contracts.errors import UserError
 from codeteacher.contracts.settings import load_settings
 from codeteacher.index.lexical import LexicalIndex, tokenize
 
@@ -348,4 +349,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except UserError as exc:  # a bad settings file or index: one line, as the CLI says it
+        raise SystemExit(f"error: {exc}".splitlines()[0])
