@@ -514,7 +514,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     if rs.plainest_variant:
         asked = question.lower()
         threads = rs.thread_constructs if cue_pattern(rs.thread_cue).search(asked) and not \
-            cue_pattern(settings.rerank.device_cue).search(asked) else ""
+            cue_pattern(rs.device_cue).search(asked) else ""
         rules = PortRules(rs.port_share, settings.collect.max_file_bytes, rs.plainest_port,
                           rs.device_constructs, threads, rs.reference_port_cue,
                           rs.enclosing_reference, rs.named_port_tie_plainest)

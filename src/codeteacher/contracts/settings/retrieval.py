@@ -217,12 +217,6 @@ class RerankSettings(_S):
                 r"news|versions?|authors?|contribut\w*|cite|citation)\b",
         description="Question words (regex over the question's lower-case tokens) that ask "
                     "about project metadata.")
-    device_cue: Regex = Field(
-        default=r"\b(gpus?|devices?|cuda|hip|sycl|opencl|openacc|offload\w*|accelerators?|"
-                r"graphics)\b",
-        description="Question words that ask about a device: a question about threads that "
-                    "names one is about device threads, so the port shown need not run CPU "
-                    "threads (retrieval.thread_cue).")
     option_cue: Regex = Field(
         default=r"\b(command[- ]?line|input (deck|file)s?|options?|keywords?|settings?|"
                 r"parameters?|defaults?|run[- ]?time|arguments?|flags?)\b",
@@ -544,6 +538,11 @@ class RetrievalSettings(_S):
         description="Question words that ask about CPU threads: a port family is then shown "
                     "in the plainest member that runs threads (thread_constructs), not in a "
                     "serial reference that has none to show.")
+    device_cue: Regex = Field(
+        default=r"\b(gpus?|devices?|cuda|hip|sycl|opencl|openacc|offload\w*|accelerators?|"
+                r"graphics)\b",
+        description="Question words that ask about a device: a question about threads that "
+                    "names one is about device threads, so thread_cue does not apply.")
     thread_constructs: Regex = Field(
         default=r"#\s*pragma\s+omp\b|\bomp_\w+\s*\(|\bstd::(thread|jthread|async)\b|"
                 r"\bpthread_\w+|\btbb::",
