@@ -796,6 +796,28 @@ def test_a_threads_question_shows_the_port_that_runs_threads(tmp_path):
         == ["ports/ref/update.cpp"]
 
 
+def test_a_threading_model_named_shows_the_copy_in_its_port_that_runs_threads(tmp_path):
+    # The OpenMP port keeps a serial copy (basic/) beside its threaded one (src/). "OpenMP" is a
+    # threads word: of the two copies in the port the question names, the threaded one.
+    # (The other ports add a line each, so the serial copy in the OpenMP port is the plainest.)
+    files = {"ports/omp/src/update.cpp": _THREADED_UPDATE, "ports/omp/basic/update.cpp": _REF_UPDATE}
+    for port, line in (("ref", "assert(n > 0);"), ("mpi", "barrier();"), ("seq", "check(u);")):
+        files[f"ports/{port}/src/update.cpp"] = _REF_UPDATE.replace("{\n", "{\n  " + line + "\n", 1)
+    ix = index_of(tmp_path, files)
+
+    def shown(q, change=None):
+        return [h.chunk.path for h in engine_with(ix, change).search(q, k=3)
+                if h.chunk.path.endswith("/update.cpp")]
+
+    q = "In the OpenMP version, how is u relaxed towards w?"
+    assert shown(q) == ["ports/omp/src/update.cpp"]
+    assert shown("How are data races avoided when u is relaxed towards w?") == \
+        ["ports/omp/src/update.cpp"]
+    # Without threading words, the port named still wins, in its plainest copy.
+    assert shown(q, lambda s: setattr(s.retrieval, "thread_cue", r"\bnever-asked\b")) == \
+        ["ports/omp/basic/update.cpp"]
+
+
 def test_a_run_setup_question_lifts_the_code_that_reads_the_options(tmp_path):
     # The solver file uses the question's words most; the option reader compares the command
     # line against literal option names, which is where the run is set up.

@@ -167,9 +167,13 @@ def _named_port(store: IndexStore, members: list[str], asked: set[str],
     rank = _port_plainness(store, rules) if rules and rules.by_folder and rules.tie_plainest \
         else {}
     plain = lambda p: tuple(-x for x in rank.get(PurePosixPath(p).parent.as_posix(), ()))  # noqa: E731
-    fits = [(named(p), plain(p), i, p) for i, p in enumerate(members)]
-    return min(((f, q, i, p) for f, q, i, p in fits if f is not None),
-               default=(0, (), 0, None))[3]
+    # A threads question ("the OpenMP version") ties to a member that runs threads: in the
+    # named port, a serial copy beside the threaded one has nothing to show.
+    pat = cue_pattern(rules.threads) if rules and rules.threads else None
+    idle = lambda p: 0 if pat is None or pat.search(_code_text(store, p, max_bytes)) else 1  # noqa: E731
+    fits = [(f, idle(p), plain(p), i, p) for i, p in enumerate(members)
+            if (f := named(p)) is not None]
+    return min(fits, default=(0, 0, (), 0, None))[4]
 
 
 def _port_namer(store: IndexStore, members: list[str], asked: set[str],

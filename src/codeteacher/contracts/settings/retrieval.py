@@ -534,10 +534,12 @@ class RetrievalSettings(_S):
                                 "or deck of a port folder (same name, mirrored folders) is "
                                 "shown in the named port's or the plainest port's copy too.")
     thread_cue: Regex = Field(
-        default=r"\b(threads?|threaded|threading|multi-?thread\w*)\b",
-        description="Question words that ask about CPU threads: a port family is then shown "
-                    "in the plainest member that runs threads (thread_constructs), not in a "
-                    "serial reference that has none to show.")
+        default=r"\b(threads?|threaded|threading|multi-?thread\w*|openmp|omp|pthreads?|tbb|"
+                r"race conditions?|data races?)\b",
+        description="Question words that ask about CPU threads, the threading models' names "
+                    "among them: a port family is then shown in the plainest member that runs "
+                    "threads (thread_constructs), not in a serial reference that has none to "
+                    "show; in a port the question names, a copy that runs threads comes first.")
     device_cue: Regex = Field(
         default=r"\b(gpus?|devices?|cuda|hip|sycl|opencl|openacc|offload\w*|accelerators?|"
                 r"graphics)\b",
