@@ -203,7 +203,7 @@ def fused_peer(engine: Engine, question: str, k: int) -> list[str]:
 
 def evaluate_ours(engine: Engine, qset: QuestionSet, gold: dict) -> dict:
     per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    latencies, misses, tops = [], [], {}
+    latencies, misses, tops, per_q = [], [], {}, {}
     for q in qset.questions:
         t0 = time.perf_counter()
         hits = engine.search(q["question"], k=K_MAX)
@@ -213,14 +213,14 @@ def evaluate_ours(engine: Engine, qset: QuestionSet, gold: dict) -> dict:
             continue
         got = [qset.key(h.chunk.path) for h in hits]
         tops[q["id"]] = got
-        _add(per_cat, q["category"], g, got)
+        _add(per_cat, q["category"], g, got, per_q, q["id"])
         if _recall(g, got, 5) < 1:
             misses.append({"id": q["id"], "gold": g, "top5": got[:5],
                            "why": [h.why[:3] for h in hits[:5]]})
     lat = sorted(latencies)
     return {"recall": _means(per_cat), "p50_ms": round(lat[len(lat) // 2], 1),
             "p95_ms": round(lat[max(0, int(len(lat) * 0.95) - 1)], 1), "misses": misses,
-            "tops": tops}
+            "tops": tops, "per_question": per_q}
 
 
 def evaluate(engine: Engine, questions: list[dict], refs: dict[str, str]) -> dict:
@@ -231,11 +231,35 @@ def evaluate(engine: Engine, questions: list[dict], refs: dict[str, str]) -> dic
     return evaluate_ours(engine, qset, {q["id"]: gold_of(qset, q, names) for q in qset.questions})
 
 
-def _add(per_cat, category: str, gold: list[str], got: list[str]) -> None:
-    for k in (5, 10):
-        r = _recall(gold, got, k)
+def _add(per_cat, category: str, gold: list[str], got: list[str], per_q: dict, qid: str) -> None:
+    per_q[qid] = [_recall(gold, got, k) for k in (5, 10)]
+    for k, r in zip((5, 10), per_q[qid]):
         per_cat[category][f"r@{k}"].append(r)
         per_cat["ALL"][f"r@{k}"].append(r)
+
+
+def paired(results: dict, label: str, against: str = "full", resamples: int = 2000) -> dict:
+    """`label` against `against` over every question of every set, paired by question:
+    the mean recall@5 difference with a bootstrap 95% interval (questions resampled, seed
+    fixed), and how many sets it moves up and down. A 12-question set moves by 1/12 of a
+    question's recall at a time, so one set's +/-0.03 is one question; the interval says
+    whether a change is more than that."""
+    diffs, up, down = [], 0, 0
+    for res in results.values():
+        a, b = res[against]["per_question"], res[label]["per_question"]
+        d = [b[q][0] - a[q][0] for q in a if q in b]
+        diffs += d
+        mean = sum(d) / len(d) if d else 0.0
+        up, down = up + (mean > 1e-9), down + (mean < -1e-9)
+    x = np.asarray(diffs, dtype=float)
+    if not len(x):
+        return {"n": 0, "mean": 0.0, "low": 0.0, "high": 0.0, "sets_up": 0, "sets_down": 0}
+    rng = np.random.default_rng(0)
+    boot = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(axis=1)
+    return {"n": len(x), "mean": round(float(x.mean()), 3),
+            "low": round(float(np.percentile(boot, 2.5)), 3),
+            "high": round(float(np.percentile(boot, 97.5)), 3),
+            "sets_up": int(up), "sets_down": int(down)}
 
 
 def _means(per_cat) -> dict:
@@ -245,15 +269,15 @@ def _means(per_cat) -> dict:
 
 def evaluate_peer(search_fn, qset: QuestionSet, gold: dict) -> dict:
     per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    misses = []  # as for ours, so that --json shows what a peer finds that we do not
+    misses, per_q = [], {}  # as for ours, so that --json shows what a peer finds that we do not
     for q in qset.questions:
         g = gold[q["id"]]
         if g:
             got = [qset.key(p) for p in search_fn(q["question"])]
-            _add(per_cat, q["category"], g, got)
+            _add(per_cat, q["category"], g, got, per_q, q["id"])
             if _recall(g, got, 5) < 1:
                 misses.append({"id": q["id"], "gold": g, "top5": got[:5]})
-    return {"recall": _means(per_cat), "misses": misses}
+    return {"recall": _means(per_cat), "misses": misses, "per_question": per_q}
 
 
 def run_set(qset: QuestionSet, base, runs: dict) -> dict:
@@ -343,6 +367,17 @@ def main() -> int:
         summary.add_row(name, *[f"{res[lb]['recall']['ALL']['r@5']:.3f} / "
                                 f"{res[lb]['recall']['ALL']['r@10']:.3f}" for lb in labels])
     con.print(summary)
+    against = Table(title="Each run against full, paired by question over all sets: recall@5 "
+                          "difference, bootstrap 95% interval, sets moved")
+    for col in ("run", "questions", "mean", "95% interval", "sets up", "sets down"):
+        against.add_column(col, justify="left" if col == "run" else "right")
+    for label in labels:
+        if label != "full":
+            c = paired(results, label)
+            against.add_row(label, str(c["n"]), f"{c['mean']:+.3f}",
+                            f"{c['low']:+.3f} .. {c['high']:+.3f}", str(c["sets_up"]),
+                            str(c["sets_down"]))
+    con.print(against)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
