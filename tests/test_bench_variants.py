@@ -42,3 +42,19 @@ def test_bad_variants_fail_in_one_line_before_any_index_is_read():
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0] and "Traceback" not in done.stderr, \
             (variant, done.stderr)
+
+
+def test_a_run_is_compared_with_full_question_by_question():
+    paired = _bench().paired
+    # Set A: the run finds one more question fully; set B: it loses half of one question.
+    results = {
+        "A": {"full": {"per_question": {"a1": [0.0, 1.0], "a2": [1.0, 1.0]}},
+              "run": {"per_question": {"a1": [1.0, 1.0], "a2": [1.0, 1.0]}}},
+        "B": {"full": {"per_question": {"b1": [1.0, 1.0], "b2": [0.5, 1.0]}},
+              "run": {"per_question": {"b1": [0.5, 1.0], "b2": [0.5, 1.0]}}},
+    }
+    c = paired(results, "run")
+    assert (c["n"], c["mean"], c["sets_up"], c["sets_down"]) == (4, 0.125, 1, 1)
+    assert c["low"] < 0 < c["mean"] < c["high"] <= 1.0
+    same = paired(results, "full")
+    assert (same["mean"], same["low"], same["high"], same["sets_up"]) == (0.0, 0.0, 0.0, 0)
