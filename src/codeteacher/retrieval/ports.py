@@ -162,7 +162,8 @@ def _named_port(store: IndexStore, members: list[str], asked: set[str],
     and `omp-target/` for "OpenMP"), the one with the fewest folder words the question does
     not ask for; on a tie the plainest of them (`_port_plainness`, with `rules.tie_plainest`:
     "the OpenMP code" between openmp-threading/ and openmp-offload/ is the one without device
-    code), else the first member (the pick)."""
+    code; before that, for a threads question, one that runs threads), else the first member
+    (the pick)."""
     named = _port_namer(store, members, asked, max_bytes)
     rank = _port_plainness(store, rules) if rules and rules.by_folder and rules.tie_plainest \
         else {}
@@ -170,7 +171,14 @@ def _named_port(store: IndexStore, members: list[str], asked: set[str],
     # A threads question ("the OpenMP version") ties to a member that runs threads: in the
     # named port, a serial copy beside the threaded one has nothing to show.
     pat = cue_pattern(rules.threads) if rules and rules.threads else None
-    idle = lambda p: 0 if pat is None or pat.search(_code_text(store, p, max_bytes)) else 1  # noqa: E731
+    runs = store.memo(f"runs_threads:{pat.pattern if pat else ''}")  # file -> it runs threads
+
+    def idle(p: str) -> int:
+        if pat is None:
+            return 0
+        if p not in runs:
+            runs[p] = bool(pat.search(_code_text(store, p, max_bytes)))
+        return 0 if runs[p] else 1
     fits = [(f, idle(p), plain(p), i, p) for i, p in enumerate(members)
             if (f := named(p)) is not None]
     return min(fits, default=(0, 0, (), 0, None))[4]
