@@ -1222,6 +1222,51 @@ def test_another_projects_copy_is_found_by_its_licence_and_ranked_down(tmp_path)
     assert not any("third_party" in w for h in named for w in h.why)
 
 
+_NOTICE = ("/* Copyright (c) 2008-2020 The Example Group Inc.\n * Licensed under the Apache "
+           "License, Version 2.0 (the \"License\"). */\n")
+
+
+def test_files_that_carry_a_foreign_licence_notice_are_another_projects_copy(tmp_path):
+    from codeteacher.retrieval.rerank import foreign_notice_roots
+
+    heads = {"src/api/cl.h": _NOTICE, "src/api/cl_ext.h": _NOTICE, "src/api/readme.txt": "",
+             "src/own/a.cpp": "// Copyright 2021 Us. Licensed under the MIT licence.\n",
+             "src/own/b.cpp": "// Copyright 2021 Us. Licensed under the MIT licence.\n",
+             "src/tools/t.cpp": "// Copyright 2021 Us. Licensed under the MIT licence.\n",
+             "src/one/x.h": _NOTICE.replace("Example", "Other"), "src/one/y.h": "",
+             "src/one/z.h": "", "lib/mentions.h": "// Copyright 2019 Someone, all rights.\n"}
+    # Our own holder is named in several folders; a single noticed file is no copy; a
+    # copyright line without licence wording is no notice.
+    markers = frozenset({"license"})
+    assert foreign_notice_roots(list(heads), heads.get, markers) == ("src/api/",)
+    # The holder of the root's licence is the project itself.
+    mine = {**heads, "LICENSE": "Copyright (c) 2008 The Example Group Inc.\n"}
+    assert foreign_notice_roots(list(mine), mine.get, markers) == ()
+    # A folder with most of the code is the project's own, whatever its notices say.
+    alone = {p: t for p, t in heads.items() if p.startswith("src/api/")}
+    assert foreign_notice_roots(list(alone), alone.get, markers) == ()
+    files = {"src/api/cl.h": _NOTICE + "// Queues kernels on the device.\nint enqueue_kernel"
+                                       "(int queue, int kernel);\n",
+             "src/api/cl_ext.h": _NOTICE + "// Device kernel queue extensions.\nint "
+                                           "enqueue_kernel_ext(int queue);\n",
+             "src/run.cpp": "// Queues the docking kernel on the device.\nvoid run_kernel() "
+                            "{ enqueue_kernel(0, 1); }\n",
+             "src/main.cpp": "// Reads the deck, then runs.\nint main() { run_kernel(); }\n",
+             "src/deck.cpp": "// Reads the input deck.\nint read_deck(const char* f) "
+                             "{ return f != 0; }\n"}
+    ix = index_of(tmp_path, files)
+
+    def why(change=None):
+        hits = engine_with(ix, change).search("How is the kernel queued on the device?", k=6)
+        return {h.chunk.path: h.why for h in hits}
+
+    on = why()
+    assert any("third_party" in w for w in on["src/api/cl.h"])
+    assert not any("third_party" in w for w in on["src/run.cpp"])
+    off = why(lambda s: setattr(s.rerank, "third_party_notice", False))
+    assert not any("third_party" in w for ws in off.values() for w in ws)
+
+
 def test_the_main_code_above_its_variants_is_the_reference(tmp_path):
     # The main code at the top, two variants of it in sub-folders; the amr/ variant is the
     # shortest, so plainness alone would show it for a question about the main solver.

@@ -120,6 +120,56 @@ def third_party_roots(paths, markers: frozenset[str]) -> tuple[str, ...]:
     return tuple(sorted(licensed & readme))
 
 
+# "Copyright (c) 2008-2020 The Khronos Group Inc." -> the holder; a licence's own wording
+# ("Licensed under", "Permission is hereby granted") makes it a notice, not a mention.
+_COPYRIGHT = re.compile(r"copyright\s*(?:\(c\)|\u00a9)?\s*(?:\d{4}(?:\s*[-,]\s*\d{2,4})*,?\s+)+"
+                        r"(?:by\s+)?([A-Za-z][\w .&'-]{2,60})", re.I)
+_LICENCE_WORDS = re.compile(r"licen[cs]ed under|permission is hereby granted|redistribution and "
+                            r"use|gnu (lesser )?general public", re.I)
+
+
+def _holder(head: str) -> str | None:
+    """The copyright holder of a licence notice at the top of a file, normalised."""
+    m = _COPYRIGHT.search(head)
+    if not m or not _LICENCE_WORDS.search(head):
+        return None
+    words = re.findall(r"[a-z0-9]+", m.group(1).lower())
+    return " ".join(words[:3]) or None
+
+
+def foreign_notice_roots(paths, head_of, markers: frozenset[str] = frozenset(),
+                         min_files: int = 2) -> tuple[str, ...]:
+    """Folders below the root most of whose code files carry a licence notice of a holder that
+    no code file outside the folder names, nor the root's licence file (`markers`): another
+    project's files copied in without their licence file (vendored API headers). A folder
+    with most of the code is the project's own. `head_of(path)` gives a file's first lines."""
+    holders: dict[str, str | None] = {}
+    own: set[str] = set()
+    for path in paths:
+        pp = PurePosixPath(path)
+        if len(pp.parts) == 1 and _is_metadata(path, markers):
+            m = _COPYRIGHT.search(head_of(path) or "")
+            if m:
+                own.add(" ".join(re.findall(r"[a-z0-9]+", m.group(1).lower())[:3]))
+        elif len(pp.parts) >= 2 and pp.suffix.lower() in HEADER_EXT | SOURCE_EXT:
+            holders[path] = _holder(head_of(path) or "")
+    by_folder: dict[str, list[str]] = {}
+    for path in holders:
+        by_folder.setdefault(str(PurePosixPath(path).parent), []).append(path)
+    named_in: dict[str, set[str]] = {}
+    for path, h in holders.items():
+        if h:
+            named_in.setdefault(h, set()).add(str(PurePosixPath(path).parent))
+    roots = []
+    for folder, files in sorted(by_folder.items()):
+        foreign = [f for f in files if holders[f] and holders[f] not in own
+                   and named_in[holders[f]] == {folder}]
+        if len(foreign) >= min_files and 2 * len(foreign) >= len(files) \
+                and 2 * len(files) <= len(holders):
+            roots.append(folder + "/")
+    return tuple(roots)
+
+
 def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              wanted: list[str], same_file: int, trivial_lines: int, idf,
              flow_min_calls: int = 3, support_cap: int = 3,

@@ -259,12 +259,17 @@ def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, ge
 def _third_party(store: IndexStore, rr) -> tuple[str, ...]:
     """Folders of the index that hold another project's copy (`rerank.third_party_roots`),
     found once per loaded index."""
-    from .rerank import third_party_roots
+    from .rerank import foreign_notice_roots, third_party_roots
 
     memo = store.memo("third_party")
-    key = tuple(rr.third_party_markers)
+    key = (tuple(rr.third_party_markers), rr.third_party_notice)
     if key not in memo:
-        memo[key] = third_party_roots(store.manifest.files, frozenset(key))
+        roots = third_party_roots(store.manifest.files, frozenset(key[0]))
+        if rr.third_party_notice:
+            head = lambda p: (store.repo_text(p) or "")[:2000]  # noqa: E731  (a notice opens a file)
+            roots = tuple(sorted(set(roots) | set(foreign_notice_roots(store.manifest.files,
+                                                                      head, frozenset(key[0])))))
+        memo[key] = roots
     return memo[key]
 
 

@@ -204,6 +204,10 @@ class RerankSettings(_S):
                  "news", "history", "authors", "contributors", "contributing",
                  "code_of_conduct", "citation"],
         description="File names (lower case, before the first dot) that hold project metadata.")
+    third_party_notice: bool = Field(default=True, description="A folder most of whose code "
+                                     "files open with a licence notice of a holder that no code "
+                                     "file outside it names is another project's copy too "
+                                     "(API headers vendored without their licence file).")
     third_party_markers: list[str] = Field(
         default=["license", "licence", "copying"],
         description="File names (lower case, before the first dot) whose presence in a folder "
