@@ -128,13 +128,13 @@ _LICENCE_WORDS = re.compile(r"licen[cs]ed under|permission is hereby granted|red
                             r"use|gnu (lesser )?general public", re.I)
 
 
-def _holder(head: str) -> str | None:
-    """The copyright holder of a licence notice at the top of a file, normalised."""
+def _holder(head: str, notice: bool = True) -> str | None:
+    """The copyright holder named at the top of a file, normalised (its first three words);
+    with `notice`, only in a licence notice."""
     m = _COPYRIGHT.search(head)
-    if not m or not _LICENCE_WORDS.search(head):
+    if not m or notice and not _LICENCE_WORDS.search(head):
         return None
-    words = re.findall(r"[a-z0-9]+", m.group(1).lower())
-    return " ".join(words[:3]) or None
+    return " ".join(re.findall(r"[a-z0-9]+", m.group(1).lower())[:3]) or None
 
 
 def foreign_notice_roots(paths, head_of, markers: frozenset[str] = frozenset(),
@@ -148,9 +148,8 @@ def foreign_notice_roots(paths, head_of, markers: frozenset[str] = frozenset(),
     for path in paths:
         pp = PurePosixPath(path)
         if len(pp.parts) == 1 and _is_metadata(path, markers):
-            m = _COPYRIGHT.search(head_of(path) or "")
-            if m:
-                own.add(" ".join(re.findall(r"[a-z0-9]+", m.group(1).lower())[:3]))
+            if (h := _holder(head_of(path) or "", notice=False)):
+                own.add(h)
         elif len(pp.parts) >= 2 and pp.suffix.lower() in HEADER_EXT | SOURCE_EXT:
             holders[path] = _holder(head_of(path) or "")
     by_folder: dict[str, list[str]] = {}
