@@ -174,9 +174,11 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              flow_min_calls: int = 3, support_cap: int = 3,
              metadata: frozenset[str] = frozenset(), options=None,
              option_min_lines: int = 3,
-             third_party=None, other_tools: frozenset[str] = frozenset()) -> dict[str, float]:
+             third_party=None, other_tools: frozenset[str] = frozenset(),
+             off_scopes: tuple[str, ...] = ()) -> dict[str, float]:
     """Named facts about one candidate; `metadata` holds the project-metadata file names
-    (licence, changelog) when the question does not ask about them."""
+    (licence, changelog) when the question does not ask about them; `off_scopes` the scopes
+    (rerank.off_scopes) ranked down unless the question is about them."""
     f: dict[str, float] = {}
     q_mass = sum(idf(t) for t in qset) or 1.0
     parts = _name_parts(_owner_and_name(c))
@@ -212,7 +214,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         allowed.add("build")
     if c.scope == "generated":  # a configure script, Makefile.in, lock file a tool wrote
         f["generated"] = 1.0
-    elif c.scope in ("test", "build", "example") and c.scope not in allowed:
+    elif c.scope in off_scopes and c.scope not in allowed:
         f["off_scope"] = 1.0
     if metadata and _is_metadata(c.path, metadata):
         f["project_metadata"] = 1.0
@@ -274,7 +276,8 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
                          settings.trivial_lines, idf_memo, settings.flow_min_calls,
                          settings.file_support_cap, metadata, options,
-                         settings.option_min_lines, third_party, other_tools)
+                         settings.option_min_lines, third_party, other_tools,
+                         tuple(settings.off_scopes))
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta

@@ -443,8 +443,8 @@ def other_ports_last(store: IndexStore, pool: list[Candidate], question_tokens: 
 
 
 def _file_caps(store: IndexStore, rs, question: str, wanted: list[str]) -> list[FileCap]:
-    """One data file (decks, reference outputs) unless the question asks about them; two
-    documents unless it asks for documentation."""
+    """Data files (decks, reference outputs: `max_data_files`) unless the question asks
+    about them, and documents (`max_doc_files`) unless it asks for documentation."""
     caps = []
     if rs.max_data_files is not None and not cue_pattern(rs.data_cue).search(question.lower()):
         programs = frozenset(rs.program_languages)

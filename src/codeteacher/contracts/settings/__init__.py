@@ -46,8 +46,9 @@ class CollectSettings(Section):
         description="Extensionless file names (case-insensitive) indexed as plain-text docs.")
     build_names: list[str] = Field(
         default=["CMakeLists.txt", "Makefile", "makefile", "meson.build", "CMakePresets.json",
-                 "CMakeUserPresets.json"],
-        description="Build files indexed by exact name.")
+                 "CMakeUserPresets.json", "configure.ac", "configure.in"],
+        description="Build files indexed by exact name (Autoconf's configure.ac is no data "
+                    "file: its extension names no format of the repository's own).")
     build_extensions: list[str] = Field(default=[".cmake", ".mk"],
                                         description="Build file extensions.")
     build_name_prefixes: list[str] = Field(

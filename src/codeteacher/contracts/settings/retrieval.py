@@ -168,8 +168,8 @@ class RerankWeights(_S):
                            "comment, for intents with api_cue set (API usage).")
     low_signal: float = Field(default=-0.025, description="Trivial declarations, forward "
                               "declarations, one-line accessors, include lists.")
-    off_scope: float = Field(default=-0.02, description="Test, build and example chunks when "
-                             "the question is not about them.")
+    off_scope: float = Field(default=-0.02, description="Chunks of an off_scopes scope (test, "
+                             "build) when the question is not about them.")
     generated: float = Field(default=-0.02, description="Files a tool says it wrote (scope "
                              "'generated', collect.generated_marker: configure, Makefile.in): "
                              "they repeat their source (configure.ac, Makefile.am) at length, "
@@ -204,6 +204,11 @@ class RerankSettings(_S):
                  "news", "history", "authors", "contributors", "contributing",
                  "code_of_conduct", "citation"],
         description="File names (lower case, before the first dot) that hold project metadata.")
+    off_scopes: list[Literal["test", "build", "example"]] = Field(
+        default=["test", "build"], description="Scopes whose chunks take the off_scope weight "
+        "when the question is not about them (routing allow_scopes, wanted). Not 'example': "
+        "an example folder often holds the program's own driver (its main), and ranking it "
+        "down cost one held-aside corpus two questions while no other set moved.")
     third_party_notice: bool = Field(default=True, description="A folder most of whose code "
                                      "files open with a licence notice of a holder that no code "
                                      "file outside it names is another project's copy too "
@@ -499,16 +504,18 @@ class RetrievalSettings(_S):
                                 "mirror each other: the folders' file-name sets overlap by at "
                                 "least this share (Jaccard), as port folders do; a CMakeLists.txt "
                                 "per sub-folder stays one file each. > 1 = off.")
-    max_data_files: int | None = Field(default=1, ge=0, description="Data files (input "
+    max_data_files: int | None = Field(default=0, ge=0, description="Data files (input "
                                        "decks, reference outputs, parameter files: text in a "
-                                       "format of the repository's own) shown at most: one "
-                                       "shows the format, more crowd out the code that reads "
-                                       "them. null = no limit.")
-    max_doc_files: int | None = Field(default=2, ge=0, description="Document files shown "
+                                       "format of the repository's own) shown at most unless "
+                                       "the question asks about them (data_cue): a question "
+                                       "about the code is answered by the code that reads "
+                                       "them (0 instead of 1: one held-aside corpus up two "
+                                       "questions, seven other sets level). null = no limit.")
+    max_doc_files: int | None = Field(default=1, ge=0, description="Document files shown "
                                       "at most unless the question asks for documentation "
-                                      "(routing.entity_cues): two leave room for the code they "
-                                      "describe (recall up on three held-aside corpora at @5 "
-                                      "or @10, level on the rest). null = no limit.")
+                                      "(routing.entity_cues): one leaves room for the code it "
+                                      "describes (1 instead of 2: two held-aside corpora up a "
+                                      "question each at @5, level elsewhere). null = no limit.")
     data_cue: Regex = Field(default=r"\b(input (decks?|files?)|decks?|sample (inputs?|outputs?)|"
                           r"reference outputs?|output files?|parameter files?|"
                           r"example (inputs?|files?))\b",
