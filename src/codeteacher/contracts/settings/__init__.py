@@ -47,8 +47,8 @@ class CollectSettings(Section):
     build_names: list[str] = Field(
         default=["CMakeLists.txt", "Makefile", "makefile", "meson.build", "CMakePresets.json",
                  "CMakeUserPresets.json", "configure.ac", "configure.in"],
-        description="Build files indexed by exact name (Autoconf's configure.ac is no data "
-                    "file: its extension names no format of the repository's own).")
+        description="Build files indexed by exact name (Autoconf's configure.ac is a build "
+                    "file, not data: its extension names no format of the repository's own).")
     build_extensions: list[str] = Field(default=[".cmake", ".mk"],
                                         description="Build file extensions.")
     build_name_prefixes: list[str] = Field(
