@@ -82,6 +82,12 @@ ABLATIONS = {
     "no linked build files": {f"expansion.profiles.{p}.build_links": 0
                               for p in ("minimal", "balanced", "broad")},
     "generated files not ranked down": {"rerank.weights.generated": 0.0},
+    "output code not ranked down": {"rerank.weights.output_code": 0.0},
+    "no data-structure words": {"routing.entity_cues.class":
+                                r"\b(class|struct|type|template)(es|s)?\b"},
+    "1 data file, 2 documents, examples off-scope": {"retrieval.max_data_files": 1,
+                                      "retrieval.max_doc_files": 2,
+                                      "rerank.off_scopes": ["test", "build", "example"]},
     "carried only items of a file dropped": {"context_filter.keep_files": False},
     "'called' always a call": {"routing.naming_cue": ""},
     "3 per file": {"retrieval.max_per_file": 3},

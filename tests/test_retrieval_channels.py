@@ -1494,3 +1494,37 @@ def test_an_example_folders_driver_is_not_ranked_down_as_off_scope(tmp_path):
     assert "off_scope" in default["tests/test_push.cpp"], default
     old = notes(lambda s: setattr(s.rerank, "off_scopes", ["test", "build", "example"]))
     assert "off_scope" in old["example/run.cpp"], old
+
+
+def test_code_that_writes_results_gives_way_unless_the_question_asks_about_output(tmp_path):
+    # A visualisation writer names every field of the run, so a question about the physics
+    # of those fields matches it by vocabulary; it answers questions about output.
+    files = {
+        "src/visualization.cpp": (
+            "// Writes density, energy and pressure of every cell for plotting.\n"
+            "void write_cell_fields(const double* density, const double* energy,\n"
+            "                       const double* pressure, int n) {\n"
+            "  for (int i = 0; i < n; ++i) emit(density[i], energy[i], pressure[i]);\n}\n"),
+        "src/eos.cpp": (
+            "// Ideal gas equation of state.\n"
+            "void ideal_gas(const double* density, const double* energy, double* pressure,\n"
+            "               int n, double gamma) {\n"
+            "  for (int i = 0; i < n; ++i) pressure[i] = (gamma - 1.0) * density[i] * "
+            "energy[i];\n}\n"),
+        "src/hydro.cpp": "// Hydro step.\nvoid hydro_step(int n) { (void)n; }\n",
+    }
+    ix = index_of(tmp_path, files)
+    physics = "How is the pressure of each cell computed from its density and energy?"
+    output = "Where are the density, energy and pressure of each cell written out for plotting?"
+
+    def notes(q, change=None) -> dict[str, str]:
+        return {h.chunk.path: " ".join(h.why) for h in engine_with(ix, change).search(q, k=4)}
+
+    default = notes(physics)
+    assert "output_code" in default["src/visualization.cpp"], default
+    assert "output_code" not in default["src/eos.cpp"], default
+    assert list(default)[0] == "src/eos.cpp", default
+    asked = notes(output)
+    assert "output_code" not in asked["src/visualization.cpp"], asked
+    off = notes(physics, lambda s: setattr(s.rerank.weights, "output_code", 0.0))
+    assert "output_code" not in off["src/visualization.cpp"], off

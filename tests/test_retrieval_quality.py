@@ -228,6 +228,8 @@ def test_top_level_folder_needs_a_folder_cue(engine):
 @pytest.mark.parametrize("question,kind", [
     ("Which function computes the electric field?", "function"),
     ("Which class stores particles?", "class"),
+    ("Where is the per-particle data layout defined?", "class"),
+    ("Which data structure owns the field arrays?", "class"),
     ("Which header declares gatherCIC?", "file"),
     ("What is in the tests folder?", "module"),
     ("Who calls depositChargeCIC?", "call_chain"),

@@ -175,10 +175,13 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              metadata: frozenset[str] = frozenset(), options=None,
              option_min_lines: int = 3,
              third_party=None, other_tools: frozenset[str] = frozenset(),
-             off_scopes: tuple[str, ...] = ()) -> dict[str, float]:
+             off_scopes: tuple[str, ...] = (),
+             output_words: frozenset[str] = frozenset()) -> dict[str, float]:
     """Named facts about one candidate; `metadata` holds the project-metadata file names
     (licence, changelog) when the question does not ask about them; `off_scopes` the scopes
-    (rerank.off_scopes) ranked down unless the question is about them."""
+    (rerank.off_scopes) ranked down unless the question is about them; `output_words` the
+    stemmed words whose presence in a file name marks output code (rerank.output_words) when the question does not ask
+    about output."""
     f: dict[str, float] = {}
     q_mass = sum(idf(t) for t in qset) or 1.0
     parts = _name_parts(_owner_and_name(c))
@@ -224,6 +227,10 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         f["other_build_tool"] = 1.0
     if options is not None and c.kind in CODE and _count(options, c.text) >= option_min_lines:
         f["option_code"] = 1.0
+    # By file name only: a symbol named print_help or write_restart sits in a driver that
+    # answers other questions too (ranking those down cost a held-aside corpus @10).
+    if output_words and _name_parts(PurePosixPath(c.path).name) & output_words:
+        f["output_code"] = 1.0
     return f
 
 
@@ -271,19 +278,29 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
             memo[t] = idf(t)
         return memo[t]
 
+    # Code that writes results (a dump, a visualisation file) names every field of the run, so
+    # it matches many questions by vocabulary; it answers those about output.
+    output_words = frozenset() if not w["output_code"] or cue_pattern(settings.output_cue) \
+        .search(asked) else _stems(tuple(settings.output_words))
+
     for c in top:
         r = records[c.idx]
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
                          settings.trivial_lines, idf_memo, settings.flow_min_calls,
                          settings.file_support_cap, metadata, options,
                          settings.option_min_lines, third_party, other_tools,
-                         tuple(settings.off_scopes))
+                         tuple(settings.off_scopes), output_words)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta
         if feats:
             c.why.append("rerank " + ", ".join(f"{k}{'' if v == 1 else f'={v:.2f}'}"
                                                for k, v in feats.items()))
+
+
+@lru_cache(maxsize=8)
+def _stems(words: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(light_stem(w.lower()) for w in words)
 
 
 _CE = {}
