@@ -1295,6 +1295,33 @@ def test_the_main_code_above_its_variants_is_the_reference(tmp_path):
     assert shown(lambda s: setattr(s.retrieval, "enclosing_reference", False))[0] != "hydro.cpp"
 
 
+def test_a_variant_below_the_main_code_shows_the_main_codes_symbol(tmp_path):
+    # amr/ copies the main program and adds refinement functions of its own, so the two files
+    # share too few functions to count as ports; its main is still the main code's variant,
+    # and the main code above it is what a question about the run should show.
+    main = ("// Main program: reads the mesh, distributes it over the MPI ranks and runs the\n"
+            "// time loop with a global reduction of the energy every step.\n"
+            "int main(int argc, char** argv) {\n  partition_mesh(argc);\n"
+            "  for (int step = 0; step < 10; ++step) reduce_energy(step);\n  return 0;\n}\n")
+    helpers = "".join(f"void helper_{n}(int x) {{ (void)x; }}\n" for n in range(6))
+    refine = "".join(f"void refine_{n}(int level) {{ (void)level; }}\n" for n in range(6))
+    files = {"app.cpp": main + helpers,
+             "amr/app.cpp": main.replace("time loop", "time loop, refining the mesh,") + refine,
+             "mesh.cpp": "// Splits the mesh.\nvoid partition_mesh(int n) { (void)n; }\n",
+             "energy.cpp": "// Sums the energy.\nvoid reduce_energy(int s) { (void)s; }\n"}
+    ix = index_of(tmp_path, files)
+    question = ("How is the mesh distributed over the MPI ranks, and where is the energy "
+                "reduced in the time loop, refining the mesh?")
+
+    def mains(change=None) -> list[str]:
+        return [h.chunk.path for h in engine_with(ix, change).search(question, k=6)
+                if h.chunk.name == "main"]
+
+    assert mains()[0] == "app.cpp", mains()
+    assert mains(lambda s: setattr(s.retrieval, "enclosed_variants", False))[0] == \
+        "amr/app.cpp"
+
+
 def test_of_ports_named_alike_the_plainest_is_shown(tmp_path):
     # "OpenMP" names openmp-threading/ and openmp-offload/ alike (one unasked folder word each:
     # "threading" counts once, not once more for its stem); the one without device code wins.

@@ -34,6 +34,7 @@ class PortRules:
     reference: str = ""  # retrieval.reference_port_cue: folder words of a reference port
     enclosing: bool = False  # retrieval.enclosing_reference: a port above the others leads
     tie_plainest: bool = False  # retrieval.named_port_tie_plainest: of ports named alike, plainest
+    enclosed_variants: bool = False  # retrieval.enclosed_variants: sub-folder copies are variants
 
 
 @lru_cache(maxsize=50000)
@@ -326,13 +327,18 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
     code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
     names = {store.records[i].name for i in code}
     mine = {store.records[i].name for i in store.members(r.path)}
+    same = [i for i in code if store.records[i].name == r.name and store.records[i].kind == r.kind]
+    # A copy in a sub-folder of the plainest member's folder is a variant of it (it adds a
+    # feature to the main code above it), however many functions it adds: its chunk is shown
+    # in the main code when that has the same symbol.
+    variant = rules.enclosed_variants and bool(same) and _encloses(
+        PurePosixPath(plain).parent.as_posix(), PurePosixPath(r.path).parent.as_posix())
     # A test's main.cpp is no port of the program's main.cpp, whatever names they share.
-    if not names or len(names & mine) < rules.share * len(names) \
+    if not variant and (not names or len(names & mine) < rules.share * len(names)) \
             or _scope(store, plain) != r.scope:
         # Not ports of one thing (different files that share a name); r may still have
         # identical copies, shown in the plainest port folder's copy.
         return _plainest_copy(store, r, family, shown, rules)
-    same = [i for i in code if store.records[i].name == r.name and store.records[i].kind == r.kind]
     if same:
         return same[0]
     if r.kind == "file":

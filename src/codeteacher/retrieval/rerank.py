@@ -96,7 +96,7 @@ def _owner_and_name(c: Chunk) -> str:
 @lru_cache(maxsize=50000)
 def _is_metadata(path: str, names: frozenset[str]) -> bool:
     """The file is named by one of `names`, alone or before a separator: LICENSE, LICENSE.md,
-    LICENSE_MINIMD, CODE_OF_CONDUCT.md. Code files never are (history_buffer.h, changes.c)."""
+    LICENSE_PROJECT, CODE_OF_CONDUCT.md. Code files never are (history_buffer.h, changes.c)."""
     pp = PurePosixPath(path)
     if pp.suffix.lower() in HEADER_EXT | SOURCE_EXT:
         return False
