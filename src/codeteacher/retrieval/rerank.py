@@ -53,6 +53,11 @@ def _name_parts(name: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=50000)
+def _file_name_parts(path: str) -> frozenset[str]:
+    return _name_parts(PurePosixPath(path).name)
+
+
+@lru_cache(maxsize=50000)
 def _suffix(path: str) -> str:
     return PurePosixPath(path).suffix.lower()
 
@@ -180,8 +185,8 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
     """Named facts about one candidate; `metadata` holds the project-metadata file names
     (licence, changelog) when the question does not ask about them; `off_scopes` the scopes
     (rerank.off_scopes) ranked down unless the question is about them; `output_words` the
-    stemmed words whose presence in a file name marks output code (rerank.output_words) when the question does not ask
-    about output."""
+    stemmed words that mark a file name as output code (rerank.output_words) when the
+    question does not ask about output."""
     f: dict[str, float] = {}
     q_mass = sum(idf(t) for t in qset) or 1.0
     parts = _name_parts(_owner_and_name(c))
@@ -229,7 +234,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         f["option_code"] = 1.0
     # By file name only: a symbol named print_help or write_restart sits in a driver that
     # answers other questions too (ranking those down cost a held-aside corpus @10).
-    if output_words and _name_parts(PurePosixPath(c.path).name) & output_words:
+    if output_words and _file_name_parts(c.path) & output_words:
         f["output_code"] = 1.0
     return f
 
@@ -280,8 +285,9 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
 
     # Code that writes results (a dump, a visualisation file) names every field of the run, so
     # it matches many questions by vocabulary; it answers those about output.
-    output_words = frozenset() if not w["output_code"] or cue_pattern(settings.output_cue) \
-        .search(asked) else _stems(tuple(settings.output_words))
+    asks_output = cue_pattern(settings.output_cue).search(asked)
+    output_words = _stems(tuple(settings.output_words)) if w["output_code"] and not asks_output \
+        else frozenset()
 
     for c in top:
         r = records[c.idx]

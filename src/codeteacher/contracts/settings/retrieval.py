@@ -595,9 +595,10 @@ class RetrievalSettings(_S):
                                       "reference, before device code and plainness decide.")
     enclosed_variants: bool = Field(default=True, description="A same-named file in a "
                                     "sub-folder of the plainest member's folder is a variant "
-                                    "of it (a copy that adds features to the main code above it) even when it adds "
-                                    "many functions of its own: a symbol both have is shown in "
-                                    "the plainest member, not left as another port's file.")
+                                    "of it (a copy that adds features to the main code above "
+                                    "it) even when it adds many functions of its own: a symbol "
+                                    "both have is shown in the plainest member, not left as "
+                                    "another port's file.")
     named_port_tie_plainest: bool = Field(default=True, description="Of port folders the "
                                           "question names equally well ('the OpenMP code': "
                                           "openmp-threading/, openmp-offload/), the plainest "
