@@ -72,6 +72,7 @@ ABLATIONS = {
     "neighbours by similarity alone": {"expansion.neighbour_order": "similarity"},
     "trivial chunks stand for their file": {"retrieval.skip_trivial_inner": False},
     "other projects' copies not ranked down": {"rerank.weights.third_party": 0.0},
+    "licensed own parts taken for copies": {"rerank.third_party_own_parts": False},
     "no enclosing reference port": {"retrieval.enclosing_reference": False},
     "no enclosed variants": {"retrieval.enclosed_variants": False},
     "no plainest among ports named alike": {"retrieval.named_port_tie_plainest": False},

@@ -1226,6 +1226,31 @@ def test_another_projects_copy_is_found_by_its_licence_and_ranked_down(tmp_path)
     assert not any("third_party" in w for h in named for w in h.why)
 
 
+def test_a_licensed_folder_of_this_projects_own_parts_is_no_copy():
+    from codeteacher.retrieval.rerank import third_party_roots
+
+    markers = frozenset({"license", "copying"})
+    ports = ["README.md", "ref/LICENSE", "ref/README", "ref/atom.cpp", "ref/force.cpp",
+             "ref/comm.cpp", "omp/atom.cpp", "omp/force.cpp", "omp/comm.cpp",
+             "tools/fmt/LICENSE", "tools/fmt/README", "tools/fmt/format.cpp", "drv/main.cpp",
+             "drv/io.cpp", "drv/run.cpp"]
+    # A released port whose code file names recur in another port is the same program;
+    # the formatting tool beside it is another project's copy.
+    assert third_party_roots(ports, markers) == ("tools/fmt/",)
+    # Before the rule: both would be copies (the port's names counted nowhere else).
+    assert third_party_roots([p for p in ports if not p.startswith("omp/")], markers) \
+        == ("ref/", "tools/fmt/")
+    # A folder with most of the code is the project's own.
+    alone = ["README.md", "app/LICENSE", "app/README", "app/a.cpp", "app/b.cpp", "x/c.cpp"]
+    assert third_party_roots(alone, markers) == ()
+    # The root's licence, word for word, is this project's licence.
+    texts = {"LICENSE": "BSD 3-Clause\nCopyright 2020 Us", "a/LICENSE": "BSD  3-Clause "
+             "Copyright 2020 Us\n", "b/COPYING": "GPL v2", "a/README": "", "b/README": ""}
+    tree = list(texts) + ["a/x.cpp", "b/y.cpp", "b/z.cpp", "main.cpp", "io.cpp", "w.cpp"]
+    assert third_party_roots(tree, markers, texts.get) == ("b/",)
+    assert third_party_roots(tree, markers) == ("a/", "b/")
+
+
 _NOTICE = ("/* Copyright (c) 2008-2020 The Example Group Inc.\n * Licensed under the Apache "
            "License, Version 2.0 (the \"License\"). */\n")
 

@@ -109,20 +109,42 @@ def _is_metadata(path: str, names: frozenset[str]) -> bool:
     return any(name == m or (name.startswith(m) and name[len(m)] in "._-") for m in names)
 
 
-def third_party_roots(paths, markers: frozenset[str]) -> tuple[str, ...]:
+def third_party_roots(paths, markers: frozenset[str], text_of=None,
+                      own_parts: bool = True) -> tuple[str, ...]:
     """Folders below the root that hold a licence file (`markers`) and a README of their own,
     as a project's front page does: another project's copy kept inside this one (a licence
-    page alone may be part of this project's docs). Each is returned with a trailing slash."""
-    licensed, readme = set(), set()
+    page alone may be part of this project's docs). Each is returned with a trailing slash.
+
+    A licensed folder is still this project's own part (a repository of separately released
+    ports or tools) when it holds most of the code, when its licence is the root's licence
+    word for word (`text_of(path)` gives a file's text), or when most of its code file names
+    recur in code outside every licensed folder: a port of the same program, not a library."""
+    licensed, readme, licence_of = set(), set(), {}
     for path in paths:
         pp = PurePosixPath(path)
         if len(pp.parts) < 2:
             continue
         if _is_metadata(path, markers):
-            licensed.add(str(pp.parent) + "/")
+            licensed.add(root := str(pp.parent) + "/")
+            licence_of.setdefault(root, path)
         elif _is_metadata(path, frozenset({"readme"})):
             readme.add(str(pp.parent) + "/")
-    return tuple(sorted(licensed & readme))
+    roots = sorted(licensed & readme)
+    if not roots or not own_parts:
+        return tuple(roots)
+    code = [p for p in paths if _suffix(p) in HEADER_EXT | SOURCE_EXT]
+    outside = {PurePosixPath(p).name for p in code if not p.startswith(tuple(roots))}
+    words = lambda path: " ".join((text_of(path) or "").split()) if text_of else ""  # noqa: E731
+    root_licences = {w for p in paths if "/" not in p and _is_metadata(p, markers)
+                     if (w := words(p))}
+
+    def own(root: str) -> bool:
+        inside = [PurePosixPath(p).name for p in code if p.startswith(root)]
+        return (2 * len(inside) >= len(code) > 0
+                or words(licence_of[root]) in root_licences
+                or 2 * sum(n in outside for n in inside) > len(inside) > 0)
+
+    return tuple(r for r in roots if not own(r))
 
 
 # "Copyright (c) 2008-2020 The Khronos Group Inc." -> the holder; a licence's own wording

@@ -262,9 +262,10 @@ def _third_party(store: IndexStore, rr) -> tuple[str, ...]:
     from .rerank import foreign_notice_roots, third_party_roots
 
     memo = store.memo("third_party")
-    key = (tuple(rr.third_party_markers), rr.third_party_notice)
+    key = (tuple(rr.third_party_markers), rr.third_party_notice, rr.third_party_own_parts)
     if key not in memo:
-        roots = third_party_roots(store.manifest.files, frozenset(key[0]))
+        roots = third_party_roots(store.manifest.files, frozenset(key[0]), store.repo_text,
+                                  own_parts=rr.third_party_own_parts)
         if rr.third_party_notice:
             head = lambda p: (store.repo_text(p) or "")[:2000]  # noqa: E731  (a notice opens a file)
             roots = tuple(sorted(set(roots) | set(foreign_notice_roots(store.manifest.files,
