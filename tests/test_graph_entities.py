@@ -393,3 +393,36 @@ def test_a_function_like_macro_use_is_a_call_edge_but_no_call_chain_member(tmp_p
                  if e.id == f"chain:{sweep[4:]}")
     assert set(chain.members) == {sweep[4:], _sym(chunks, "weight")[4:], _sym(chunks, "norm")[4:]}
     assert "index2d" not in chain.text and "MIN" not in chain.text.split("calls")[1]
+
+
+def test_a_ports_members_and_bases_belong_to_its_own_copy_of_the_class():
+    from codeteacher.contracts.models import FileRecord
+    from codeteacher.ingest.graph import build_structure
+
+    # Three ports repeat one class; each port's out-of-line member and subclass belong to
+    # the class in its own folder, not to whichever copy sorts first.
+    ports = ("alpha/serial", "beta/openmp", "beta/cuda")
+    chunks, files = [], []
+    for port in ports:
+        for name, kind, extra in (("Graph", "class", {}),
+                                  ("count", "method", {"class_name": "Graph"}),
+                                  ("Sub", "class", {"bases": ["Graph"]})):
+            path = f"{port}/Graph.{'cpp' if kind == 'method' else 'h'}"
+            chunks.append(Chunk(id=f"{path}#{name}", path=path, kind=kind, name=name,
+                                qualified_name=f"Graph::{name}" if kind == "method" else name,
+                                start_line=1, end_line=2, **extra))
+            files.append(path)
+    records = [FileRecord(path=p, language="cpp", category="code", scope="src", size=1,
+                          sha256="0") for p in dict.fromkeys(files)]
+    structure = build_structure(records, chunks, {})
+    owns = {(e.source, e.target) for e in structure.edges if e.type == "owns"
+            and e.source.startswith("sym:")}
+    bases = {(e.source, e.target) for e in structure.edges if e.type == "inherits"}
+    assert owns == {(f"sym:{p}/Graph.h#Graph", f"sym:{p}/Graph.cpp#count") for p in ports}
+    assert bases == {(f"sym:{p}/Graph.h#Sub", f"sym:{p}/Graph.h#Graph") for p in ports}
+    # A member in a folder of its own still finds its class (all copies are equally near).
+    lone = Chunk(id="tools/use.cpp#count", path="tools/use.cpp", kind="method", name="count",
+                 qualified_name="Graph::count", class_name="Graph", start_line=1, end_line=2)
+    structure = build_structure(records, [*chunks, lone], {})
+    assert sum(e.target == f"sym:{lone.id}" and e.source.startswith("sym:")
+               for e in structure.edges if e.type == "owns") == 2

@@ -126,7 +126,7 @@ def build_structure(files: list[FileRecord], chunks: list[Chunk],
             continue
         owner_q = f"{c.namespace}::{c.class_name}" if c.namespace else c.class_name
         owners = types_by_qual.get(owner_q) or types_by_name.get(c.class_name, [])
-        for owner in owners[:2]:
+        for owner in _nearest(owners, c.path)[:2]:
             edge(sym_node(owner.id), sym_node(c.id), "owns")
 
     # Inheritance.
@@ -136,7 +136,7 @@ def build_structure(files: list[FileRecord], chunks: list[Chunk],
             base_name = _strip_templates(base).split("::")[-1]
             if c.kind in TYPE_KINDS and base_name != c.name:
                 parents[c.name].add(base_name)
-            for target in types_by_name.get(base_name, [])[:2]:
+            for target in _nearest(types_by_name.get(base_name, []), c.path)[:2]:
                 if target.id != c.id:
                     edge(sym_node(c.id), sym_node(target.id), "inherits")
     ancestry = _Ancestry(parents)
@@ -202,6 +202,21 @@ def _file_local(c: Chunk) -> bool:
     """Internal linkage (static, anonymous namespace): no other file can call it."""
     return (not c.class_name and c.signature.lstrip().startswith("static ")) \
         or "(anonymous)" in c.namespace
+
+
+def _nearest(cands: list[Chunk], path: str) -> list[Chunk]:
+    """Of same-named types, those nearest to `path`: in its own folder, else sharing the
+    longest folder prefix with it (order kept); all of them when none shares a folder. Ports
+    repeat one class in sibling folders, and a port's member belongs to its own copy: the
+    first copies by path would make another port's class its owner or base. (Calls keep
+    every port's copy as alternatives: narrowing them cost two dev sets.)"""
+    here = module_of(path)
+
+    def near(c: Chunk) -> int:
+        there = module_of(c.path)
+        return 10_000 if there == here else len(_common_prefix(there, here)) if here else 0
+    best = max(map(near, cands), default=0)
+    return [c for c in cands if near(c) == best] if best else cands
 
 
 def _alternatives(cands: list[Chunk], ancestry: _Ancestry) -> list[Chunk]:
