@@ -16,8 +16,9 @@ from ..contracts.models import Chunk
 # function-like macro resolve to it; 7: a number and the letter after it are one identifier
 # part, "Mesh2D" -> "2d"; 8: an #include inside a function or class body is an include;
 # 9: unittesting/, regression-tests/ and the like are test folders; 10: a file a tool says it
-# wrote (collect.generated_marker) is scope 'generated').
-CHUNKER_VERSION = "cpp-ts-10"
+# wrote (collect.generated_marker) is scope 'generated'; 11: a member or subclass belongs to
+# the nearest copy of its class, the one in its own port's folder).
+CHUNKER_VERSION = "cpp-ts-11"
 FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"
