@@ -73,6 +73,7 @@ ABLATIONS = {
     "trivial chunks stand for their file": {"retrieval.skip_trivial_inner": False},
     "other projects' copies not ranked down": {"rerank.weights.third_party": 0.0},
     "licensed own parts taken for copies": {"rerank.third_party_own_parts": False},
+    "documents keep their place": {"retrieval.doc_after": 0},
     "no enclosing reference port": {"retrieval.enclosing_reference": False},
     "no enclosed variants": {"retrieval.enclosed_variants": False},
     "no plainest among ports named alike": {"retrieval.named_port_tie_plainest": False},

@@ -726,7 +726,10 @@ def test_one_document_unless_the_question_asks_for_documentation(tmp_path):
     ix = index_of(tmp_path, files)
 
     def docs(q, change=None):
-        hits = engine_with(ix, change).search(q, k=5)
+        def alone(s):  # (the cap alone: documents keep their places among the first five)
+            s.retrieval.doc_after = 0
+            change and change(s)
+        hits = engine_with(ix, alone).search(q, k=5)
         return [h.chunk.path for h in hits if h.chunk.path.startswith("docs/")], \
             [h.chunk.path for h in hits]
 
@@ -1580,3 +1583,45 @@ def test_code_that_writes_results_gives_way_unless_the_question_asks_about_outpu
     assert "output_code" not in asked["src/visualization.cpp"], asked
     off = notes(physics, lambda s: setattr(s.rerank.weights, "output_code", 0.0))
     assert "output_code" not in off["src/visualization.cpp"], off
+
+
+README_TOPIC = {
+    "README.md": "# Heat\n\n## The diffusion step\n\nHow the diffusion step of the temperature "
+                 "is computed: the diffusion step of the temperature is computed from the "
+                 "neighbours of each cell.\n\n## Building\n\nRun make to build the solver.\n",
+    **{f"src/part{i}.cpp": f"// Update {i} of the cell values.\n"
+                           f"double update_{i}(const double* t, int c) {{\n"
+                           f"  return t[c] + 0.{i} * (t[c - 1] - 2 * t[c] + t[c + 1]);\n}}\n"
+       for i in range(1, 8)},
+}
+
+
+def test_documents_follow_the_first_code_results_unless_asked_for(tmp_path):
+    ix = index_of(tmp_path, README_TOPIC)
+    question = "How is the diffusion step of the temperature computed?"
+
+    def places(q, change=None):
+        hits = engine_with(ix, change).search(q, k=10)
+        return [h.chunk.path for h in hits], hits
+
+    off, _ = places(question, lambda s: setattr(s.retrieval, "doc_after", 0))
+    assert off.index("README.md") < 5  # the README's words match best
+    on, hits = places(question)
+    assert on.index("README.md") == 5 and all(p.startswith("src/") for p in on[:5])
+    assert any("document (shown after" in w for h in hits if h.chunk.path == "README.md"
+               for w in h.why)
+    # A document further down is not pulled up: only those among the first five move.
+    from codeteacher.retrieval.search import Candidate, docs_after
+    store = engine_with(ix).store
+    files = {r.path: i for i, r in enumerate(store.records) if r.kind == "file"}
+    order = ["README.md", *[f"src/part{i}.cpp" for i in range(1, 8)]]
+    late = order[2:7] + ["README.md", order[1]] + order[7:]
+    moved = docs_after(store, [Candidate(idx=files[p]) for p in late], 5)
+    assert [store.records[c.idx].path for c in moved] == late
+    early = docs_after(store, [Candidate(idx=files[p]) for p in order], 5)
+    assert [store.records[c.idx].path for c in early] == order[1:6] + ["README.md"] + order[6:]
+    # Building, or a document the question names, keeps its place.
+    built, _ = places("How do I build the diffusion step of the temperature solver?")
+    assert built.index("README.md") < 5
+    named, _ = places("What does README.md say about the diffusion step?")
+    assert named.index("README.md") < 5

@@ -431,6 +431,30 @@ def plainest_variants(store: IndexStore, chosen: list[Candidate], question_token
     return out
 
 
+def docs_after(store: IndexStore, chosen: list[Candidate], n: int,
+               named: set[str] = frozenset()) -> list[Candidate]:
+    """Documents give their places among the first `n` to code: a README matches every
+    question's words, while the question asks where and how the code does it. A document
+    the question names (`named`) keeps its place."""
+    moved = lambda c: store.records[c.idx].scope == "docs" \
+        and store.records[c.idx].path not in named  # noqa: E731
+    out: list[Candidate] = []
+    held: list[Candidate] = []  # documents found among the first n, held back
+    code = 0
+    for c in chosen:
+        if code < n and moved(c):
+            held.append(c)
+            continue
+        out.append(c)
+        code += 1
+        if code == n and held:
+            for d in held:
+                d.why.append(f"document (shown after the first {n} code results)")
+            out += held
+            held = []
+    return out + held
+
+
 def other_ports_last(store: IndexStore, pool: list[Candidate], question_tokens: list[str],
                      rules: PortRules, share: float, min_shared: int) -> list[Candidate]:
     """One answer stays in one port: picks from the files of other port folders that the
@@ -534,9 +558,14 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],
                                        settings.context_filter, settings.rerank.trivial_lines)
-        chosen = [pool[i] for i in keep][:k]
+        chosen = [pool[i] for i in keep]
     else:
-        chosen = pool[:k]
+        chosen = list(pool)
+    if rs.doc_after and allowed is None and "documentation" not in qa.wanted \
+            and not cue_pattern(rs.doc_slot_cue).search(question.lower()) \
+            and not cue_pattern(settings.rerank.metadata_cue).search(question.lower()):
+        chosen = docs_after(store, chosen, rs.doc_after, set(qa.files))
+    chosen = chosen[:k]
     if trace is not None:
         _fill_trace(trace, store, qa, ranked, added, [(pool[i], why) for i, why in dropped])
     return [SearchHit(chunk=store.records[c.idx], score=round(c.score, 5), why=c.why,
