@@ -1266,14 +1266,16 @@ def test_files_that_carry_a_foreign_licence_notice_are_another_projects_copy(tmp
              "src/own/b.cpp": "// Copyright 2021 Us. Licensed under the MIT licence.\n",
              "src/tools/t.cpp": "// Copyright 2021 Us. Licensed under the MIT licence.\n",
              "src/one/x.h": _NOTICE.replace("Example", "Other"), "src/one/y.h": "",
-             "src/one/z.h": "", "lib/mentions.h": "// Copyright 2019 Someone, all rights.\n"}
+             "src/one/z.h": "", "lib/mentions.h": "// Copyright 2019 Someone, all rights.\n",
+             "src/ocl/CL/only.hpp": _NOTICE.replace("Example", "Khronos")}
     # Our own holder is named in several folders; a single noticed file is no copy; a
     # copyright line without licence wording is no notice.
     markers = frozenset({"license"})
-    assert foreign_notice_roots(list(heads), heads.get, markers) == ("src/api/",)
+    # A folder of one noticed file is a single-header library.
+    assert foreign_notice_roots(list(heads), heads.get, markers) == ("src/api/", "src/ocl/CL/")
     # The holder of the root's licence is the project itself.
     mine = {**heads, "LICENSE": "Copyright (c) 2008 The Example Group Inc.\n"}
-    assert foreign_notice_roots(list(mine), mine.get, markers) == ()
+    assert foreign_notice_roots(list(mine), mine.get, markers) == ("src/ocl/CL/",)
     # A folder with most of the code is the project's own, whatever its notices say.
     alone = {p: t for p, t in heads.items() if p.startswith("src/api/")}
     assert foreign_notice_roots(list(alone), alone.get, markers) == ()
@@ -1625,3 +1627,9 @@ def test_documents_follow_the_first_code_results_unless_asked_for(tmp_path):
     assert built.index("README.md") < 5
     named, _ = places("What does README.md say about the diffusion step?")
     assert named.index("README.md") < 5
+    run, _ = places("How do I run the diffusion step of the temperature?")
+    assert run.index("README.md") < 5
+    # "When running on ..." asks about the code, not about how to run it.
+    running, _ = places("When running in parallel, how is the diffusion step of the temperature "
+                        "computed?")
+    assert running.index("README.md") >= 5

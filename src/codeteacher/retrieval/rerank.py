@@ -168,8 +168,9 @@ def foreign_notice_roots(paths, head_of, markers: frozenset[str] = frozenset(),
                          min_files: int = 2) -> tuple[str, ...]:
     """Folders below the root most of whose code files carry a licence notice of a holder that
     no code file outside the folder names, nor the root's licence file (`markers`): another
-    project's files copied in without their licence file (vendored API headers). A folder
-    with most of the code is the project's own. `head_of(path)` gives a file's first lines."""
+    project's files copied in without their licence file (vendored API headers), also a
+    folder of one such file (a single-header library). A folder with most of the code is the
+    project's own. `head_of(path)` gives a file's first lines."""
     holders: dict[str, str | None] = {}
     own: set[str] = set()
     for path in paths:
@@ -190,7 +191,10 @@ def foreign_notice_roots(paths, head_of, markers: frozenset[str] = frozenset(),
     for folder, files in sorted(by_folder.items()):
         foreign = [f for f in files if holders[f] and holders[f] not in own
                    and named_in[holders[f]] == {folder}]
-        if len(foreign) >= min_files and 2 * len(foreign) >= len(files) \
+        # A folder of one file with such a notice is a vendored single header (cl2.hpp);
+        # one noticed file among others of the folder is no copy.
+        alone = len(files) == len(foreign) == 1
+        if (len(foreign) >= min_files or alone) and 2 * len(foreign) >= len(files) \
                 and 2 * len(files) <= len(holders):
             roots.append(folder + "/")
     return tuple(roots)

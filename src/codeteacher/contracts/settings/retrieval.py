@@ -548,10 +548,12 @@ class RetrievalSettings(_S):
                            "corpora were not in the answer (recall@5 up on four corpora, level "
                            "on the rest and v2, @10 level). 0 = off.")
     doc_slot_cue: Regex = Field(default=r"\b(build|builds|built|building|make|makefiles?|"
-                                r"cmake\w*|install\w*|compil\w*|configur\w*|run|runs|running|"
-                                r"launch\w*|usage|document\w*|readme)\b",
+                                r"cmake\w*|install\w*|compil\w*|configur\w*|usage|"
+                                r"document\w*|readme)\b|\bhow (do|can|should) (i|you|we|one) "
+                                r"(run|launch)\b",
                                 description="Question words (regex, lower case) after which "
-                                "documents keep their place (doc_after).")
+                                "documents keep their place (doc_after). Running is asked as "
+                                "'how do I run'; 'when running on a GPU' asks about the code.")
     data_cue: Regex = Field(default=r"\b(input (decks?|files?)|decks?|sample (inputs?|outputs?)|"
                           r"reference outputs?|output files?|parameter files?|"
                           r"example (inputs?|files?))\b",
