@@ -667,9 +667,11 @@ def test_licence_and_changelog_yield_to_code_unless_asked_about(tmp_path):
     }
     ix = index_of(tmp_path, files)
     q = "How do I check that the results of a run are correct?"
-    off = engine_with(ix, lambda s: setattr(s.rerank.weights, "project_metadata", 0.0))
+    # (The metadata weight alone: documents keep their places among the first five.)
+    keep = lambda s: setattr(s.retrieval, "doc_after", 0)  # noqa: E731
+    off = engine_with(ix, lambda s: (keep(s), setattr(s.rerank.weights, "project_metadata", 0.0)))
     top_off = [h.chunk.path for h in off.search(q, k=3)]
-    top = [h.chunk.path for h in engine_with(ix).search(q, k=3)]
+    top = [h.chunk.path for h in engine_with(ix, keep).search(q, k=3)]
     assert top[0] == "tests/check_results.cpp", top
     licence_rank = lambda paths: paths.index("LICENSE") if "LICENSE" in paths else 99  # noqa: E731
     assert licence_rank(top) > licence_rank(top_off)
