@@ -19,7 +19,7 @@ WORDS = ("ippl", "tealeaf", "tea_leaf", "examinimd", "minipic", "mpip", "fftpois
          "minimd", "cloverleaf", "laghos", "cabanapic", "miniqmc", "miniaero", "minixyce",
          "minitri", "minibude", "lulesh", "miniamr", "sw4lite", "exasp2", "babelstream",
          "pennant", "quicksilver", "hpccg", "kripke", "xsbench", "simplemoc", "minife",
-         "minivite")
+         "minivite", "comd", "exampm", "spatter")
 TEXT_SUFFIXES = {".py", ".txt", ".j2", ".json", ".md"}
 
 

@@ -191,7 +191,7 @@ def foreign_notice_roots(paths, head_of, markers: frozenset[str] = frozenset(),
     for folder, files in sorted(by_folder.items()):
         foreign = [f for f in files if holders[f] and holders[f] not in own
                    and named_in[holders[f]] == {folder}]
-        # A folder of one file with such a notice is a vendored single header (cl2.hpp);
+        # A folder of one file with such a notice is a vendored single-header library;
         # one noticed file among others of the folder is no copy.
         alone = len(files) == len(foreign) == 1
         if (len(foreign) >= min_files or alone) and 2 * len(foreign) >= len(files) \
