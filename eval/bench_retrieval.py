@@ -61,6 +61,7 @@ ABLATIONS = {
     "no option-code cue": {"rerank.weights.option_code": 0.0},
     "no threaded port for threads": {"retrieval.thread_cue": r"(?!)"},
     "no base-class channel": {"retrieval.base_classes.enabled": False},
+    "no in-scope list": {"retrieval.scope_channel.enabled": False},
     "no other-port demotion": {"retrieval.other_port_share": 2.0},
     "no mirrored-folder family": {"retrieval.mirror_share": 2.0},
     "no identical-copy merge": {"retrieval.one_of_identical": False},
@@ -84,6 +85,8 @@ ABLATIONS = {
                                      for p in ("minimal", "balanced", "broad")},
     "no linked build files": {f"expansion.profiles.{p}.build_links": 0
                               for p in ("minimal", "balanced", "broad")},
+    "no build files setting a tested macro": {f"expansion.profiles.{p}.macro_builds": 0
+                                              for p in ("minimal", "balanced", "broad")},
     "generated files not ranked down": {"rerank.weights.generated": 0.0},
     "output code not ranked down": {"rerank.weights.output_code": 0.0},
     "no data-structure words": {"routing.entity_cues.class":
@@ -97,6 +100,7 @@ ABLATIONS = {
     "folders kept": {"retrieval.modules_as_files": False},
     # Tried and off by default: switched ON here to show what they would do.
     "+ feedback (PRF)": {"retrieval.feedback.enabled": True},
+    "+ quoted numbers": {"retrieval.exact_tokens.numbers": True},
     "+ other-file expansion": {f"expansion.profiles.{p}.{r}": 1
                                for p in ("minimal", "balanced", "broad")
                                for r in ("twin", "build", "bases")}

@@ -1635,3 +1635,142 @@ def test_documents_follow_the_first_code_results_unless_asked_for(tmp_path):
     running, _ = places("When running in parallel, how is the diffusion step of the temperature "
                         "computed?")
     assert running.index("README.md") >= 5
+
+
+# ---- the in-scope list of a build question, and plain words that are file names -------------
+
+# Prose and code that talk about compiling, compilers and flags; the build files themselves
+# say CC, CFLAGS and mpicc. A build question must still reach them.
+COMPILE_TALK = {
+    f"src/part{i}.c": f"/* Part {i} of the solver. The compiler flags chosen when you compile "
+                      f"this part matter:\n   the compiler must not reorder the sum. */\n"
+                      f"double part{i}(double x) {{ return x * {i}; }}\n"
+    for i in range(8)
+} | {
+    "README": "Solver\n======\n\nCompile the code with a recent compiler. The flags used to "
+              "compile it are\nchosen for speed; see the notes on compiler flags below.\n\n"
+              "Compiler notes\n--------------\n\nEvery compiler flag that changes rounding "
+              "is avoided.\n",
+    "ref/Makefile": "CC = mpicc\nCFLAGS = -O3\nLDLIBS = -lm\nsolver.x: main.o\n"
+                    "\t$(CC) $(CFLAGS) -o $@ main.o $(LDLIBS)\n",
+    "threaded/Makefile": "CC = mpicc\nCFLAGS = -O3 -fopenmp\nLDLIBS = -lm -lgomp\n"
+                         "solver.x: main.o\n\t$(CC) $(CFLAGS) -o $@ main.o $(LDLIBS)\n",
+    "ref/main.c": "int main(void) { return 0; }\n",
+    "threaded/main.c": "#include <omp.h>\nint main(void) { return omp_get_max_threads(); }\n",
+}
+
+
+def test_a_build_question_reaches_the_build_files_whatever_words_they_use(tmp_path):
+    ix = index_of(tmp_path, COMPILE_TALK)
+    question = "How do I compile the code, and which compiler and flags are used?"
+
+    def top(change=None):
+        hits = engine_with(ix, change).search(question, k=5)
+        return {h.chunk.path: h for h in hits}
+
+    off = top(lambda s: setattr(s.retrieval.scope_channel, "enabled", False))
+    assert not any(p.endswith("Makefile") for p in off)  # every other file says the words
+    on = top()
+    makefiles = [h for p, h in on.items() if p.endswith("Makefile")]
+    assert makefiles and all(any(w.startswith("in-scope #") for w in h.why) for h in makefiles)
+    # Only the intents that ask for it: a question about the code is left as it was.
+    code_q = "Why must the sum not be reordered in the solver parts?"
+    assert [h.chunk.path for h in engine_with(ix).search(code_q, k=5)] == [
+        h.chunk.path for h in engine_with(ix, lambda s: setattr(
+            s.retrieval.scope_channel, "enabled", False)).search(code_q, k=5)]
+
+
+def test_a_plain_word_that_is_a_files_name_names_it_only_weakly(tmp_path):
+    from codeteacher.retrieval.query import analyze
+
+    files = {"tools/build": "#!/bin/sh\ng++ -O2 -o solver ../src/main.cpp\n",
+             "INSTALL": "Install with make.\n",
+             "Makefile": "solver: src/main.cpp\n\t$(CXX) -O2 -o solver src/main.cpp\n",
+             "src/main.cpp": "// Solver driver.\nint main() { return 0; }\n"}
+    ix = index_of(tmp_path, files)
+    store = engine_with(ix).store
+    qa = analyze("How do I build the solver and install it?", store)
+    assert qa.named_files == [] and sorted(qa.word_files) == ["INSTALL", "tools/build"]
+    assert analyze("What does the build script in tools do?", store).word_files == [
+        "tools/build"]
+    # Written as a name (capitals, capitalised, a path) it is one.
+    assert analyze("What does INSTALL say?", store).named_files == ["INSTALL"]
+    assert analyze("What does the Makefile build?", store).named_files == ["Makefile"]
+    assert analyze("What does tools/build do?", store).named_files == [
+        "tools/build"]
+    def script(change=None):
+        hits = engine_with(ix, change).search("How do I build the solver?", k=5)
+        return next(h for h in hits if h.chunk.path == "tools/build")
+
+    assert script().score < 0.2  # a share of the bonus, not all of it (1.0) as before:
+    assert script(lambda s: setattr(s.retrieval, "word_file_factor", 1.0)).score > 0.8
+
+
+MACRO_SWITCH = {
+    "src/types.h": "#pragma once\n#ifdef USE_SMALL_INDEX\n"
+                   "/// The vertex index type: 32-bit vertex indices.\ntypedef int index_t;\n"
+                   "#else\n/// The vertex index type: 64-bit vertex indices.\n"
+                   "typedef long index_t;\n#endif\n/// The edge weight type.\n"
+                   "typedef double weight_t;\n",
+    "Makefile": "CXX = mpicxx\nCXXFLAGS = -O3 -fopenmp -DPRINT_STATS #-DUSE_SMALL_INDEX\n"
+                "graph: main.o\n\t$(CXX) $(CXXFLAGS) -o $@ main.o\n",
+    "src/main.cpp": "#include \"types.h\"\n// Reads a graph and prints its vertex count.\n"
+                    "int main() { index_t vertices = 0; return (int)vertices; }\n",
+} | {
+    f"src/graph_{n}.cpp": f"#include \"types.h\"\n// Vertex index arithmetic of part {n} of the "
+                          f"graph.\nindex_t vertex_index_{n}(index_t vertex) {{ return vertex + "
+                          f"{n}; }}\nweight_t edge_weight_{n}(index_t edge) {{ return edge * "
+                          f"0.5; }}\n"
+    for n in range(3)
+}
+
+
+def test_a_build_switch_question_brings_the_build_file_that_sets_the_tested_macro(tmp_path):
+    from codeteacher.retrieval.expand import _macro_builds, _tested_macros
+
+    ix = index_of(tmp_path, MACRO_SWITCH)
+    store = engine_with(ix).store
+    assert _tested_macros(store, "src/types.h") == {"USE_SMALL_INDEX"}
+    assert [store.records[i].path for i in _macro_builds(store)["USE_SMALL_INDEX"]] == [
+        "Makefile"]  # -DUSE_SMALL_INDEX is the macro USE_SMALL_INDEX
+    question = "Where is the vertex index type defined, and how do I switch it to 32-bit?"
+
+    def top(q, change=None):
+        return {h.chunk.path: h for h in engine_with(ix, change).search(q, k=5)}
+
+    def no_link(s):
+        for p in s.expansion.profiles.values():
+            p.macro_builds = 0
+
+    assert "Makefile" not in top(question, no_link)
+    on = top(question)
+    assert "Makefile" in on and any("build file setting a macro it tests" in w
+                                    for w in on["Makefile"].why)
+    # Only a question about switching at build time: a location question is left alone.
+    assert "Makefile" not in top("Where is the vertex index type defined?")
+
+
+def test_quoted_numbers_are_matched_as_values_in_code_when_switched_on(tmp_path):
+    from codeteacher.retrieval.literal import numbers
+
+    assert numbers("What do the values 26 and -1 mean, and why 26 minus one?") == ["26"]
+    assert numbers("Why 0.95, and a 1e-6 tolerance?") == ["0.95", "1e-6"]
+    assert numbers("How do I switch between 64-bit and 32-bit in 3-D, with v2 or 2 steps?") == []
+    files = {
+        "src/problem.cpp": "// Fills the matrix of the problem.\nvoid fill(double* v, int n) {\n"
+                           "  for (int i = 0; i < n; ++i) v[i] = 26.0;\n}\n",
+        "src/other.cpp": "// Fills the vector of the problem.\nvoid fill_vector(double* v, int n) {\n"
+                         "  for (int i = 0; i < n; ++i) v[i] = 2.0;\n}\n",
+        "NEWS": "Released on 26 May.\n",
+    }
+    ix = index_of(tmp_path, files)
+    q = "Why are the matrix values set to 26?"
+
+    def why(change=None):
+        hits = engine_with(ix, change).search(q, k=5)
+        return {h.chunk.path: " ".join(h.why) for h in hits}
+
+    on = why(lambda s: setattr(s.retrieval.exact_tokens, "numbers", True))
+    assert "exact '26' in 1 file" in on["src/problem.cpp"]  # 26.0 is 26; NEWS's date is no code
+    assert not any("exact '26'" in w for p, w in on.items() if p != "src/problem.cpp")
+    assert not any("exact '26'" in w for w in why().values())  # off by default

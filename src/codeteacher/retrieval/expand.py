@@ -28,6 +28,11 @@ _MAKE_INCLUDE = re.compile(r"^[ \t]*-?s?include[ \t]+([^\s$]+)", re.M)
 _MAKE_DIR = re.compile(r"(?:\$[({]MAKE[)}]|\bmake)\s+(?:[^\n;&|]{0,200}?\s)?-C\s*([^\s$;&|]+)"
                        r"|\bcd\s+([^\s$;&|]+)\s*(?:&&|;)\s*(?:\$[({]MAKE[)}]|make)\b")
 _MAKEFILES = ("Makefile", "makefile", "GNUmakefile")
+# Macros a file tests (#ifdef M, #ifndef M, #if defined(M) || M > 2) and macro-shaped words a
+# build file mentions (-DM, target_compile_definitions(x PRIVATE M), option(M ...)).
+_CONDITION = re.compile(r"^[ \t]*#[ \t]*(ifn?def|el?if)\b([^\n]*)", re.M)
+_MACRO = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
+_DEFINE_FLAG = re.compile(r"-D(?=[A-Za-z_])")  # -DUSE_X: the macro is USE_X
 
 
 def _best_by_similarity(store: IndexStore, ids: list[int], qvec: np.ndarray, n: int) -> list[int]:
@@ -148,11 +153,36 @@ def _build_links(store: IndexStore) -> dict[str, list[str]]:
     return cache["links"]
 
 
+def _tested_macros(store: IndexStore, path: str) -> frozenset[str]:
+    """Macro names the file's preprocessor conditions test (read from the file as it is)."""
+    cache = store.memo("tested_macros")
+    if path not in cache:
+        text = store.repo_text(path) or ""
+        cache[path] = frozenset(m for _, cond in _CONDITION.findall(text)
+                                for m in _MACRO.findall(cond))
+    return cache[path]
+
+
+def _macro_builds(store: IndexStore) -> dict[str, list[int]]:
+    """macro-shaped word -> build records (not file entities) that mention it."""
+    cache = store.memo("macro_builds")
+    if "map" not in cache:
+        out: dict[str, list[int]] = defaultdict(list)
+        for i, r in enumerate(store.records):
+            if r.scope == "build" and r.kind not in ("file", "module"):
+                for m in set(_MACRO.findall(_DEFINE_FLAG.sub("-D ", r.text))):
+                    out[m].append(i)
+        cache["map"] = dict(out)
+    return cache["map"]
+
+
 def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profile_name: str,
            settings: ExpansionSettings, make_candidate,
-           named: frozenset[str] = frozenset()) -> list[tuple[int, str, str]]:
+           named: frozenset[str] = frozenset(),
+           build_switch: bool = False) -> list[tuple[int, str, str]]:
     """Add neighbours to `cands` (idx -> Candidate); returns (idx, relation, seed id) added.
-    `named` holds the files the question names."""
+    `named` holds the files the question names; `build_switch` says the question asks how
+    to switch something at build time (settings.macro_cue)."""
     prof = settings.profiles[profile_name]  # Settings validates every routed profile name
     added: list[tuple[int, str, str]] = []
     records = store.records
@@ -214,6 +244,29 @@ def expand(store: IndexStore, cands: dict, ranked: list, qvec: np.ndarray, profi
         families = {family_key(store, p) for p in shown}
         return [i for i in ids if records[i].path not in shown
                 and family_key(store, records[i].path) not in families]
+
+    if build_switch and prof.macro_builds:
+        # A build switch: the build files that set a macro tested in one of the first files
+        # found (by file, not by chunk: the seeds are often chunks of one file).
+        by_macro, seen_files, n_added = _macro_builds(store), [], 0
+        for c in ranked:
+            if len(seen_files) >= settings.macro_seed_files or n_added >= prof.macro_builds:
+                break
+            r = records[c.idx]
+            if r.path in seen_files or r.kind == "module":
+                continue
+            seen_files.append(r.path)
+            if r.scope == "build":
+                continue
+            ids: list[int] = []
+            for m in _tested_macros(store, r.path):
+                hits = by_macro.get(m, [])
+                if len({records[i].path for i in hits}) <= settings.macro_max_files:
+                    ids += [i for i in hits if records[i].path not in shown]
+            for i in pick(list(dict.fromkeys(ids)), prof.macro_builds - n_added):
+                if add(i, "build file setting a macro it tests", c, "other_file"):
+                    shown.add(records[i].path)
+                    n_added += 1
 
     for n_seed, seed in enumerate(ranked[: settings.seeds]):
         r = records[seed.idx]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..contracts.models import CODE_KINDS
 from ..index.store import IndexStore
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z][A-Za-z0-9_]*")
@@ -161,4 +162,67 @@ def match_literals(store: IndexStore, words: list[str], max_files: int,
         if shape == "caps":  # prose uses acronyms for concepts (GPU, MPI), not only names
             weight *= acronym_factor
         out.append(LiteralMatch(lit, len(files), round(weight, 3), exact, shape))
+    return out
+
+
+# Numbers a question quotes ("the 0.95 factor", "values 26 and -1") are constants of the code:
+# decimals, integers of two digits or more, exponent forms; not "64-bit" or "3-D" (an
+# adjective) and not part of a word. In code a number may carry a fraction (26.0), an exponent
+# or a type suffix (0.5f); all are compared as floats.
+_QUESTION_NUMBER = re.compile(r"(?<![\w.])((?:\d+\.\d+|\d{2,}|\d+[eE]-?\d+))(?![\w]|-[A-Za-z])")
+_CODE_NUMBER = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)[fFlLuU]?"
+                          r"(?![\w.])")
+
+
+def _number_key(text: str) -> str | None:
+    try:
+        return repr(float(text))
+    except (ValueError, OverflowError):
+        return None
+
+
+def numbers(question: str) -> list[str]:
+    """Numeric constants the question quotes, as written, each once."""
+    return list(dict.fromkeys(_QUESTION_NUMBER.findall(question)))
+
+
+def _number_index(store: IndexStore, languages: frozenset[str]) -> dict[str, list[int]]:
+    """number (as a float's repr) -> code records holding it (parsed code, and scripts in
+    `languages`: a page's dates and a changelog's versions are no constants); built on first
+    use (a fraction of a second for thousands of records) and kept with the loaded index."""
+    cache = store.memo("numbers")
+    if languages not in cache:
+        index: dict[str, list[int]] = {}
+        for i, r in enumerate(store.records):
+            if r.kind not in CODE_KINDS and not (r.kind == "script" and r.language in languages):
+                continue
+            for key in {_number_key(m) for m in _CODE_NUMBER.findall(r.text)}:
+                if key is not None:
+                    index.setdefault(key, []).append(i)
+        cache[languages] = index
+    return cache[languages]
+
+
+def match_numbers(store: IndexStore, quoted: list[str], max_files: int,
+                  max_share: float = 1.0, languages: frozenset[str] = frozenset()
+                  ) -> list[LiteralMatch]:
+    """Records that hold each quoted number; numbers in many files (1, 10, 100) are dropped
+    as literals are, and the rest weighted by their rarity the same way."""
+    n_files = max(2, len(store.manifest.files))
+    index = _number_index(store, languages)
+    out = []
+    for number in quoted:
+        key = _number_key(number)
+        hits = index.get(key, []) if key else []
+        files = {store.records[i].path for i in hits}
+        if not files or len(files) > min(max_files, max(2.0, max_share * n_files)):
+            continue
+        weight = (math.log(n_files / len(files)) / math.log(n_files)) ** 2 if len(files) > 1 \
+            else 1.0
+        exact = {i: True for i in hits}
+        for path in files:
+            fi = store.file_record_index(path)
+            if fi is not None:
+                exact[fi] = True
+        out.append(LiteralMatch(number, len(files), round(weight, 3), exact, "number"))
     return out

@@ -35,6 +35,7 @@ class QueryAnalysis(BaseModel):
     files: list[str] = Field(default_factory=list)  # repository paths named (with siblings)
     named_files: list[str] = Field(default_factory=list)  # the ones literally named
     stem_files: list[str] = Field(default_factory=list)  # named by stem ("runBench")
+    word_files: list[str] = Field(default_factory=list)  # by a plain word ("build", "install")
     symbols: dict[str, float] = Field(default_factory=dict)  # symbol -> confidence (0..1]
     modules: list[str] = Field(default_factory=list)
     literals: list[str] = Field(default_factory=list)  # identifier-shaped words, as written
@@ -99,12 +100,20 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
         for h in hits:
             if h not in qa.named_files:
                 qa.named_files.append(h)
-    # Extensionless files named in capitals (INSTALL, README) or exactly by base name.
+    # Extensionless files named in capitals (INSTALL, README) or exactly by base name. A
+    # plain lower-case word ("how do I build", "install it") is English as often as it is a
+    # file name (a script called build, INSTALL): it names the file only weakly (word_files).
     for word in re.findall(r"\b[A-Za-z][A-Za-z0-9_-]{2,}\b", question):
         if "." not in word and (word.isupper() or word in store.by_basename):
             for h in store.by_basename.get(word, []):
-                if h not in qa.named_files:
-                    qa.named_files.append(h)
+                if h not in qa.named_files and h not in qa.word_files:
+                    (qa.word_files if word.islower() else qa.named_files).append(h)
+    # A path written out (tools/build) names its file, extension or not.
+    for run in _PATH_RUN.finditer(question):
+        path = run.group(0).strip("./")
+        if "/" in path and path in store.by_path and path not in qa.named_files:
+            qa.named_files.append(path)
+    qa.word_files = [p for p in qa.word_files if p not in qa.named_files]
     # An identifier-shaped word equal to a file's stem ("runBench" -> tools/runBench.py) names
     # that file too, less surely than "runBench.py" would.
     for m in re.finditer(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b", question):
@@ -118,6 +127,7 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
         files.append(p)
         files.extend(s for s in _siblings(store, p) if s not in files)
     files.extend(qa.stem_files)
+    files.extend(qa.word_files)
     qa.files = list(dict.fromkeys(files))
 
     for m in _IDENT.finditer(question):

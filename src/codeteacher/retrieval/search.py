@@ -18,7 +18,7 @@ from ..contracts.settings import Settings
 from ..index.layout import node_chunk, sym_node
 from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
-from .literal import match_literals
+from .literal import match_literals, match_numbers, numbers
 from .ports import PortRules, family_key, is_code_name, mirrored, other_port, plainest_twin
 from .query import QueryAnalysis, analyze
 from .rerank import CODE as CODE_KINDS
@@ -59,7 +59,8 @@ def _top(scores: np.ndarray, k: int) -> list[int]:
 
 def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
                       settings: Settings, allowed: np.ndarray | None = None,
-                      file_weight: float | None = None) -> dict[int, Candidate]:
+                      file_weight: float | None = None,
+                      scopes: tuple[str, ...] = ()) -> dict[int, Candidate]:
     rs = settings.retrieval
     cands: dict[int, Candidate] = {}
 
@@ -95,6 +96,7 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
     _base_classes(store, qvec, qa, rs, get, allowed)
     _file_channel(store, qvec, qa, rs, get, allowed, lex, list(cands),
                   rs.file_channel.weight if file_weight is None else file_weight)
+    _scope_channel(store, qvec, rs, get, allowed, lex, scopes)
 
     # Exact file lookups: the file's entity, plus its best chunks by similarity (file-scoped).
     for path in qa.files:
@@ -102,6 +104,8 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
             factor, reason = 1.0, "file named in question"
         elif path in qa.stem_files:
             factor, reason = rs.stem_file_factor, "file named by its stem"
+        elif path in qa.word_files:
+            factor, reason = rs.word_file_factor, "file named by a plain word"
         else:
             factor, reason = rs.sibling_file_factor, "sibling of a named file"
         bonus = rs.exact_file_bonus * factor
@@ -182,10 +186,15 @@ def _exact_tokens(store: IndexStore, qa: QueryAnalysis, rs, get, allowed,
                   max_bytes: int | None = None) -> None:
     """Records that contain an identifier-shaped word of the question verbatim."""
     et = rs.exact_tokens
-    if not et.enabled or not qa.literals:
+    quoted = numbers(qa.question) if et.enabled and et.numbers else []
+    if not et.enabled or not (qa.literals or quoted):
         return
-    for m in match_literals(store, qa.literals, et.max_files, et.max_records,
-                            et.acronym_factor, et.max_file_share, max_bytes):
+    found = match_literals(store, qa.literals, et.max_files, et.max_records,
+                           et.acronym_factor, et.max_file_share, max_bytes) if qa.literals else []
+    if quoted:
+        found += match_numbers(store, quoted, et.max_files, et.max_file_share,
+                               frozenset(rs.program_languages))
+    for m in found:
         for i, same_case in m.exact.items():
             if allowed is not None and not allowed[i]:
                 continue
@@ -254,6 +263,43 @@ def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, ge
             c = get(i)
             c.fused += contrib
             c.why.append(f"file bm25 #{rank + 1}")
+
+
+def _scope_channel(store: IndexStore, qvec: np.ndarray, rs, get, allowed, lex: np.ndarray,
+                   scopes: tuple[str, ...]) -> None:
+    """The files of the intent's scopes ranked among themselves (best chunk: similarity plus
+    a little BM25, as inside a named file); each of the top files lends its reciprocal rank
+    to its file entity and that chunk."""
+    sc = rs.scope_channel
+    if not sc.enabled or not scopes or not sc.weight:
+        return
+    cache = store.memo("scope_members")
+    key = tuple(sorted(scopes))
+    if key not in cache:
+        cache[key] = np.asarray([i for i, r in enumerate(store.records)
+                                 if r.scope in scopes and r.kind not in ("file", "module")],
+                                dtype=np.int64)
+    members = cache[key]
+    if allowed is not None:
+        members = members[allowed[members]]
+    if not len(members):
+        return
+    local = np.asarray(store.vectors[members]) @ qvec + rs.file_scoped_lexical * lex[members]
+    seen: set[str] = set()
+    for j in np.argsort(-local):
+        i = int(members[int(j)])
+        path = store.records[i].path
+        if path in seen:
+            continue
+        seen.add(path)
+        contrib = sc.weight / (rs.rrf_k + len(seen))
+        for t in (store.file_record_index(path), i):
+            if t is not None and (allowed is None or allowed[t]):
+                c = get(t)
+                c.fused += contrib
+                c.why.append(f"in-scope #{len(seen)}")
+        if len(seen) >= sc.top_files:
+            break
 
 
 def _third_party(store: IndexStore, rr) -> tuple[str, ...]:
@@ -518,7 +564,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     qvec = embedder.embed([question])[0]
     allowed = allowed_mask(store, kinds, paths)
     cands = gather_candidates(store, qvec, qa, settings, allowed,
-                              rule.file_channel_weight if rule else None)
+                              rule.file_channel_weight if rule else None,
+                              tuple(rule.scope_channel) if rule else ())
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     if settings.rerank.enabled:
         rerank(ranked, store.records, qa.tokens, rule, qa.intent, qa.wanted, settings.rerank,
@@ -530,7 +577,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     added = []
     if settings.expansion.enabled and allowed is None:
         added = expand(store, cands, ranked, qvec, qa.profile, settings.expansion,
-                       lambda i: Candidate(idx=i), frozenset(qa.named_files))
+                       lambda i: Candidate(idx=i), frozenset(qa.named_files),
+                       bool(cue_pattern(settings.expansion.macro_cue).search(question.lower())))
         ranked = sorted(cands.values(), key=lambda c: -c.score)
     # Select generously, then let the context filter drop what stronger chunks already carry.
     per_file = rule.max_per_file if rule and rule.max_per_file else rs.max_per_file

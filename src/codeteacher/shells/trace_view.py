@@ -19,10 +19,12 @@ def render_trace(con, trace, result, limit: int = 15) -> None:
     qa = trace.analysis
     con.print()
     if qa is not None:
-        named = ", ".join([*qa.files, *qa.symbols, *qa.modules]) or "none"
+        named = ", ".join([*(f for f in qa.files if f not in qa.word_files), *qa.symbols,
+                           *qa.modules]) or "none"
+        weakly = f"; perhaps meant as a file: {', '.join(qa.word_files)}" if qa.word_files else ""
         _wrap(con, f"intent {qa.intent or '-'}, expansion profile {qa.profile or '-'}, "
-                   f"wanted {', '.join(qa.wanted) or '-'}; named in the question: {named}",
-              "  ", "query: ")
+                   f"wanted {', '.join(qa.wanted) or '-'}; named in the question: {named}"
+                   f"{weakly}", "  ", "query: ")
     if result.confidence is not None:
         _wrap(con, f"{result.confidence:.2f} from the retrieval evidence"
                    f" (answer by {result.answer_source}"

@@ -49,6 +49,10 @@ class IntentRule(_S):
         "Scale of the whole-file BM25 list for this intent (unset: retrieval.file_channel."
         "weight). A lookup of one named place is answered by a chunk, not by the file whose "
         "words overlap most with the question."))
+    scope_channel: list[Literal["src", "test", "example", "build", "docs"]] = Field(
+        default_factory=list, description=(
+            "Scopes ranked on their own for this intent (retrieval.scope_channel): the files "
+            "that answer a build question are build files, whatever words they use."))
 
 
 def _default_intents() -> dict[str, IntentRule]:
@@ -61,7 +65,7 @@ def _default_intents() -> dict[str, IntentRule]:
                                  r"project|docs))|to build|building (the )?(code|library|project))",
                                  r"\bconfigur\w+ (the )?(build|project)\b"],
                            profile="minimal", prefer_kinds=["doc_section", "build", "file"],
-                           allow_scopes=["build", "docs"]),
+                           allow_scopes=["build", "docs"], scope_channel=["build"]),
         "testing": R(cues=[r"\b(unit ?tests?|tests?\b|tested|testing|ctest|gtest|regression|"
                            r"benchmark|profil(e|ing)|validat)"],
                      profile="minimal", prefer_kinds=["function", "file", "doc_section"],
@@ -301,6 +305,13 @@ class ExpansionProfile(_S):
                              "other_file_decay: a build is read from the top file down to the "
                              "one that does the work (2 in every profile: recall@5 up on three "
                              "of nine dev corpora, level on the rest; eval/README.md).")
+    macro_builds: int = Field(default=0, description="Build files that mention a macro the "
+                              "seed's file tests (#ifdef M, #if defined(M); -DM, "
+                              "target_compile_definitions), when the question asks how to "
+                              "switch something at build time (expansion.macro_cue): a "
+                              "compile-time switch is tested in the code and set by the build "
+                              "(1 in every profile: recall@5 up on three of eleven seen "
+                              "corpora, level on the rest and v2; eval/README.md).")
     includers: int = Field(default=0, description="Files that include a seed file the "
                            "question names (another file, at other_file_decay), when few do "
                            "(includers_max_files): what a header is for is seen where it is "
@@ -344,18 +355,30 @@ class ExpansionSettings(_S):
                                      "files than this is shared plumbing (a types or config "
                                      "header): its includers say nothing about it "
                                      "(profile.includers).")
+    macro_cue: Regex = Field(
+        default=r"\bhow (do|can|would|should) (i|you|we|one) (switch|toggle|enable|disable|"
+                r"turn)\b|\b(compile|build)[- ]time\b|\bat (compile|build)\b|"
+                r"\bpreprocessor\b|\bmacros?\b",
+        description="Question words (regex, lower case) that ask how to switch something at "
+                    "build time (profile.macro_builds). 'Switch to Chebyshev iterations' or "
+                    "'when X is enabled' ask about the code, not about a build switch.")
+    macro_seed_files: int = Field(default=5, ge=1, description="First files found whose "
+                                  "tested macros are looked up (profile.macro_builds).")
+    macro_max_files: int = Field(default=3, ge=1, description="A macro mentioned by more "
+                                 "build files than this is a general one (MPI, DEBUG) and "
+                                 "links no particular build file (profile.macro_builds).")
     profiles: dict[str, ExpansionProfile] = Field(description=(
         "Profile name -> caps per relation; routing picks one per intent."),
         default_factory=lambda: {
         "minimal": ExpansionProfile(call=1, owner=1, file_symbols=2, module_files=2, include=0,
                                     total=3, callers=1, callees=1, twin=1, includers=2,
-                                    build_links=2),
+                                    build_links=2, macro_builds=1),
         "balanced": ExpansionProfile(call=2, owner=1, file_symbols=3, module_files=4, include=1,
                                      total=6, callers=1, callees=1, twin=1, includers=2,
-                                     build_links=2),
+                                     build_links=2, macro_builds=1),
         "broad": ExpansionProfile(call=4, owner=1, file_symbols=4, module_files=6, include=2,
                                   total=10, callers=1, callees=1, twin=1, includers=2,
-                                  build_links=2),
+                                  build_links=2, macro_builds=1),
     })
 
 
@@ -423,6 +446,10 @@ class ExactTokenSettings(_S):
                                   "anything: boosting all of them only pushes other files out.")
     max_records: int = Field(default=400, description="Records scanned per literal (the "
                              "vocabulary hit count); more means a common word.")
+    numbers: bool = Field(default=False, description="Numbers the question quotes (0.95, 26, "
+                          "1e-6; not 64-bit) count as literals, matched as values in the code "
+                          "(26 = 26.0). Off: on the seen sets it moved one question (one "
+                          "held-aside corpus), too little to carry a rule (eval/README.md).")
 
 
 class FileChannelSettings(_S):
@@ -440,6 +467,19 @@ class FileChannelSettings(_S):
     found_only: bool = Field(default=False, description="Lend only to chunks the dense or "
                              "chunk-BM25 lists found already (the file list then confirms, "
                              "it does not add chunks of its own).")
+
+
+class ScopeChannelSettings(_S):
+    """For an intent with a scope_channel (a build question), the records of that scope are
+    ranked among themselves and fused as one more list: a Makefile says CFLAGS and mpicc,
+    not "compiler" or "flags", so the global lists can rank it below every README line."""
+
+    enabled: bool = Field(default=True, description="Fuse the in-scope ranking.")
+    top_files: int = Field(default=3, ge=1, description="Files taken from it, best first.")
+    weight: float = Field(default=2.0, ge=0, description="Scale of its reciprocal-rank "
+                          "contribution (1 = as much as the dense list; at 1 recall@5 rose on "
+                          "one of eleven seen corpora, at 2 on two, level on the rest and v2; "
+                          "3 as 2; five files instead of three cost one at @10).")
 
 
 class BaseClassSettings(_S):
@@ -486,6 +526,15 @@ class RetrievalSettings(_S):
                                        "a sibling (X.cpp when X.h is named).")
     stem_file_factor: float = Field(default=0.1, description="Share of the file bonus for a "
                                     "file named by an identifier equal to its stem (runBench).")
+    word_file_factor: float = Field(default=0.02, ge=0, description="Share of the file bonus "
+                                    "for an extensionless file named by a plain lower-case "
+                                    "word ('how do I build' and a script called build; "
+                                    "'install' and INSTALL): in prose such a word is usually "
+                                    "English. Written in capitals or capitalised (INSTALL, "
+                                    "Makefile) it is a name and takes the whole bonus (level "
+                                    "on every seen set at 0, 0.02, 0.1 and 1: it fixes what "
+                                    "the trace says, and a build script outranking the "
+                                    "build files).")
     exact_symbol_bonus: float = Field(default=0.6, description="Added for a symbol named in the "
                                       "question whose definition is this chunk.")
     file_scoped_k: int = Field(default=3, description="Best chunks kept inside each mentioned file.")
@@ -664,6 +713,8 @@ class RetrievalSettings(_S):
     base_classes: BaseClassSettings = Field(default_factory=lambda: BaseClassSettings(),
                                             description="Base classes for questions about a "
                                                         "shared interface.")
+    scope_channel: ScopeChannelSettings = Field(default_factory=lambda: ScopeChannelSettings(),
+                                                description="The in-scope list of an intent.")
     file_channel: FileChannelSettings = Field(default_factory=lambda: FileChannelSettings(),
                                               description="The whole-file BM25 list.")
     feedback: FeedbackSettings = Field(default_factory=lambda: FeedbackSettings(),
