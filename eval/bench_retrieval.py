@@ -61,7 +61,6 @@ ABLATIONS = {
     "no option-code cue": {"rerank.weights.option_code": 0.0},
     "no threaded port for threads": {"retrieval.thread_cue": r"(?!)"},
     "no base-class channel": {"retrieval.base_classes.enabled": False},
-    "no in-scope list": {"retrieval.scope_channel.enabled": False},
     "no other-port demotion": {"retrieval.other_port_share": 2.0},
     "no mirrored-folder family": {"retrieval.mirror_share": 2.0},
     "no identical-copy merge": {"retrieval.one_of_identical": False},
@@ -101,6 +100,7 @@ ABLATIONS = {
     # Tried and off by default: switched ON here to show what they would do.
     "+ feedback (PRF)": {"retrieval.feedback.enabled": True},
     "+ quoted numbers": {"retrieval.exact_tokens.numbers": True},
+    "+ in-scope list for build questions": {"retrieval.scope_channel.enabled": True},
     "+ other-file expansion": {f"expansion.profiles.{p}.{r}": 1
                                for p in ("minimal", "balanced", "broad")
                                for r in ("twin", "build", "bases")}

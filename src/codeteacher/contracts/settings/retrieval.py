@@ -474,7 +474,11 @@ class ScopeChannelSettings(_S):
     ranked among themselves and fused as one more list: a Makefile says CFLAGS and mpicc,
     not "compiler" or "flags", so the global lists can rank it below every README line."""
 
-    enabled: bool = Field(default=True, description="Fuse the in-scope ranking.")
+    enabled: bool = Field(default=False, description="Fuse the in-scope ranking. Off: on the "
+                          "seen sets it brought one question's build file (one corpus), and "
+                          "on a held-aside corpus it put four build files in the first five "
+                          "of a question that asked about build and code, losing the code "
+                          "(eval/README.md).")
     top_files: int = Field(default=3, ge=1, description="Files taken from it, best first.")
     weight: float = Field(default=2.0, ge=0, description="Scale of its reciprocal-rank "
                           "contribution (1 = as much as the dense list; at 1 recall@5 rose on "
