@@ -52,6 +52,7 @@ ABLATIONS = {
     "no expansion": {"expansion.enabled": False},
     "no context filter": {"context_filter.enabled": False},
     "no exact tokens": {"retrieval.exact_tokens.enabled": False},
+    "no names beside a kind noun": {"retrieval.kind_noun_cue": ""},
     "no file channel": {"retrieval.file_channel.enabled": False},
     "no name family cap": {"retrieval.max_per_name": None},
     "no plainest port": {"retrieval.plainest_variant": False},
@@ -150,6 +151,21 @@ class QuestionSet:
         return PurePosixPath(path).name.lower() if self.by_basename else path
 
 
+def read_questions(path: str) -> list[dict]:
+    """The questions of one dev-format file; an unreadable or malformed file is a one-line
+    error, and so is a question without its corpus, text or gold files."""
+    try:
+        qs = json.loads(Path(path).read_text(encoding="utf-8"))["questions"]
+        for q in qs:
+            q["corpus"], q["question"], q["gold_files"]  # noqa: B018 -- presence check
+    except OSError as exc:
+        raise SystemExit(f"error: cannot read questions {path}: {exc.strerror}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"error: {path} is not a dev-format question file "
+                         f"({type(exc).__name__}: {exc})".splitlines()[0]) from None
+    return qs
+
+
 def load_sets(args) -> list[QuestionSet]:
     sets = []
     if args.v2:
@@ -159,7 +175,7 @@ def load_sets(args) -> list[QuestionSet]:
         sets.append(QuestionSet("v2", args.v2, [{**q, "_ref": refs.get(q["id"], "")}
                                                 for q in qs], by_basename=True))
     if args.dev:
-        dev = json.loads(Path(args.dev).read_text())["questions"]
+        dev = [q for f in args.dev for q in read_questions(f)]
         for spec in args.dev_index:
             name, _, index = spec.partition("=")
             qs = [q for q in dev if q["corpus"] == name]
@@ -337,7 +353,9 @@ def main() -> int:
     ap.add_argument("--v2", "--index", metavar="INDEX", help="IPPL index for the v2 questions")
     ap.add_argument("--v2-questions", "--questions")
     ap.add_argument("--v2-references", "--references")
-    ap.add_argument("--dev", metavar="QUESTIONS", help="dev questions.json (gold_files)")
+    ap.add_argument("--dev", action="append", default=[], metavar="QUESTIONS",
+                    help="a dev-format questions file (gold_files); repeatable, the files' "
+                         "questions are pooled and split by corpus")
     ap.add_argument("--dev-index", action="append", default=[], metavar="NAME=INDEX")
     ap.add_argument("--settings")
     ap.add_argument("--ablation", action="store_true")

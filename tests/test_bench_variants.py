@@ -58,3 +58,32 @@ def test_a_run_is_compared_with_full_question_by_question():
     assert c["low"] < 0 < c["mean"] < c["high"] <= 1.0
     same = paired(results, "full")
     assert (same["mean"], same["low"], same["high"], same["sets_up"]) == (0.0, 0.0, 0.0, 0)
+
+
+def test_unreadable_or_malformed_question_files_fail_in_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"questions": [{"id": "q1", "question": "where?"}]}')
+    for path, says in ((tmp_path / "absent.json", "cannot read questions"),
+                       (bad, "not a dev-format question file")):
+        done = subprocess.run([sys.executable, str(BENCH), "--dev", str(path),
+                               "--dev-index", "X=missing"],
+                              capture_output=True, text=True, timeout=120, cwd=ROOT)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode != 0 and len(lines) == 1 and says in lines[0], done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_several_question_files_are_pooled_and_split_by_corpus(tmp_path):
+    import argparse
+    import json
+
+    def q(i, corpus):
+        return {"id": i, "corpus": corpus, "question": "where?", "gold_files": ["a.c"]}
+    (tmp_path / "one.json").write_text(json.dumps({"questions": [q("a1", "A"), q("b1", "B")]}))
+    (tmp_path / "two.json").write_text(json.dumps({"questions": [q("a2", "A")]}))
+    args = argparse.Namespace(v2=None, dev=[str(tmp_path / "one.json"),
+                                            str(tmp_path / "two.json")],
+                              dev_index=["A=ixA", "B=ixB"])
+    sets = _bench().load_sets(args)
+    assert [(s.name, [x["id"] for x in s.questions]) for s in sets] == [
+        ("A", ["a1", "a2"]), ("B", ["b1"])]

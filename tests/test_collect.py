@@ -312,3 +312,17 @@ def test_files_a_tool_says_it_wrote_are_generated_scope(tmp_path):
     assert scope["src/Version.h.in"] == scope["src/check.cpp"] == "src"
     off = CollectSettings(generated_marker="")
     assert "generated" not in {f.scope for f in collect(tmp_path, off).files}
+
+
+def test_a_document_name_as_a_dotted_part_is_a_document(tmp_path):
+    """"solver.README" or "INSTALL.unix": the document name is there, only the dot put it in
+    the suffix. A banner and a table fail the prose test, so without the name these were data."""
+    table = ("#BHEADER" + "*" * 60 + "\n" + "\n".join(f"  {i:4d} {i * i:8d} {i * 0.5:8.2f}"
+                                                      for i in range(30)) + "\n")
+    _tree(tmp_path, {"docs/solver.README": table, "INSTALL.unix": table,
+                     "docs/results.dat": table, "tools/readme_tool.py": "print(1)\n"})
+    kinds = {f.path: (f.language, f.category) for f in collect(tmp_path).files}
+    assert kinds["docs/solver.README"] == ("text", "doc")
+    assert kinds["INSTALL.unix"] == ("text", "doc")
+    assert kinds["docs/results.dat"] == ("dat", "script")  # no document name: data as before
+    assert kinds["tools/readme_tool.py"] == ("py", "script")

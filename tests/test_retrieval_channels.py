@@ -1776,3 +1776,37 @@ def test_quoted_numbers_are_matched_as_values_in_code_when_switched_on(tmp_path)
     assert "exact '26' in 1 file" in on["src/problem.cpp"]  # 26.0 is 26; NEWS's date is no code
     assert not any("exact '26'" in w for p, w in on.items() if p != "src/problem.cpp")
     assert not any("exact '26'" in w for w in why().values())  # off by default
+
+
+def test_a_word_beside_a_kind_noun_names_that_symbol(tmp_path):
+    """"the Cell class" names class Cell (a short plain word, which alone would be English);
+    "the base class" names nothing, and with the cue off the word is only a word again."""
+    from codeteacher.retrieval.query import analyze
+
+    files = {
+        "src/geom/layout.h": "#pragma once\nnamespace demo {\n/// Holds one element.\n"
+                             "class Cell {\npublic:\n  double volume() const;\n"
+                             "  double v = 0;\n};\n}\n",
+        "src/base.h": "#pragma once\nnamespace demo {\nint base(int x);\n"
+                      "class Shape { public: virtual ~Shape(); };\n}\n",
+    }
+    files |= {f"src/cells/cell_ops_{n}.cpp":
+              f"// Cell operations {n}: every cell of the cell list is visited per cell.\n"
+              f"namespace demo {{\n/// Visits each cell and updates the cell data.\n"
+              f"void visit_cells_{n}(double* cell, int n) {{ for (int i = 0; i < n; ++i) "
+              f"cell[i] += {n}; }}\n}}\n" for n in range(6)}
+    engine = Engine.load(index_of(tmp_path, files), Settings())
+    question = "What is the Cell class responsible for and what does it hold?"
+    qa = analyze(question, engine.store, kind_cue=Settings().retrieval.kind_noun_cue,
+                 kind_qualifiers=Settings().retrieval.kind_noun_qualifiers)
+    assert qa.symbols.get("Cell") == 1.0
+    assert engine.store.by_symbol.get("base")  # a function called base exists...
+    assert "base" not in analyze("Which methods does the base class declare?", engine.store,
+                                 kind_cue=Settings().retrieval.kind_noun_cue,
+                                 kind_qualifiers=Settings().retrieval.kind_noun_qualifiers
+                                 ).symbols
+    hits = engine.search(question, k=5)
+    assert hits[0].chunk.path == "src/geom/layout.h"
+    assert "symbol 'Cell' named" in hits[0].why
+    off = engine_with(engine.store.path, lambda s: setattr(s.retrieval, "kind_noun_cue", ""))
+    assert all("symbol 'Cell' named" not in h.why for h in off.search(question, k=5))

@@ -17,8 +17,9 @@ from ..contracts.models import Chunk
 # part, "Mesh2D" -> "2d"; 8: an #include inside a function or class body is an include;
 # 9: unittesting/, regression-tests/ and the like are test folders; 10: a file a tool says it
 # wrote (collect.generated_marker) is scope 'generated'; 11: a member or subclass belongs to
-# the nearest copy of its class, the one in its own port's folder).
-CHUNKER_VERSION = "cpp-ts-11"
+# the nearest copy of its class, the one in its own port's folder; 12: a document name as a
+# dotted part of a file name, X.README or INSTALL.unix, makes a document).
+CHUNKER_VERSION = "cpp-ts-12"
 FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"

@@ -77,7 +77,13 @@ def _file_kind(name: str, settings: CollectSettings) -> tuple[str, str] | None:
         return _LANG_BY_EXT.get(suffix, "text"), "doc"
     if suffix in settings.script_extensions:
         return suffix.lstrip("."), "script"
-    if not suffix and name.upper() in {n.upper() for n in settings.doc_extensionless}:
+    doc_names = {n.upper() for n in settings.doc_extensionless}
+    if not suffix and name.upper() in doc_names:
+        return "text", "doc"
+    # A document name as one dotted part ("solver.README", "README.serial", "INSTALL.unix")
+    # still names a document: a suffix that no format lists would otherwise leave it to the
+    # prose test, which tables and banner lines fail, and make it a data file.
+    if any(part.upper() in doc_names for part in name.split(".")):
         return "text", "doc"
     return None
 

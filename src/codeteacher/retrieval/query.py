@@ -82,8 +82,27 @@ def _siblings(store: IndexStore, path: str) -> list[str]:
     return same_dir
 
 
+@lru_cache(maxsize=64)
+def _kind_patterns(cue: str, qualifiers: str) -> tuple[re.Pattern, re.Pattern, frozenset]:
+    return (re.compile(rf"^\s+(?:{cue})\b", re.I), re.compile(rf"\b(?:{cue})\s+$", re.I),
+            frozenset(w.lower() for w in qualifiers.split()))
+
+
+def _kind_named(question: str, m: re.Match, word: str, cue: str, qualifiers: str) -> bool:
+    """The word stands next to a noun saying what kind of code it is ("the Grid class",
+    "struct Params", "the solve function"): then it names that thing, however it is spelled,
+    unless it only qualifies the noun ("the base class")."""
+    if not cue:
+        return False
+    after, before, qual = _kind_patterns(cue, qualifiers)
+    if word.lower() in qual:
+        return False
+    return bool(after.match(question[m.end():]) or before.search(question[:m.start()]))
+
+
 def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float = 0.1,
-            weak_max_defs: int = 8, weak_min_chars: int = 5) -> QueryAnalysis:
+            weak_max_defs: int = 8, weak_min_chars: int = 5, kind_cue: str = "",
+            kind_qualifiers: str = "", kind_confidence: float = 1.0) -> QueryAnalysis:
     tokens = tokenize(question)
     tokens += [a for a in acronyms(question, store.lexical.vocab) if a not in tokens]
     project_names = {n.lower() for n in (store.manifest.name, PurePosixPath(
@@ -146,6 +165,8 @@ def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float
                 continue
             if _strong_identifier(word, bool(quoted), bool(call)):  # judged as written
                 qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), 1.0)
+            elif _kind_named(question, m, word, kind_cue, kind_qualifiers):
+                qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), kind_confidence)
             elif cand.isupper() and len(cand) >= 2:
                 qa.symbols[cand] = max(qa.symbols.get(cand, 0.0), acronym)
             elif len(defs) <= weak_max_defs and len(cand) >= weak_min_chars:

@@ -558,7 +558,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     k = k or settings.retrieval.k
     rs = settings.retrieval
     qa = analyze(question, store, rs.weak_symbol_confidence, rs.acronym_symbol_confidence,
-                 rs.weak_symbol_max_defs, rs.weak_symbol_min_chars)
+                 rs.weak_symbol_max_defs, rs.weak_symbol_min_chars, rs.kind_noun_cue,
+                 rs.kind_noun_qualifiers, rs.kind_noun_confidence)
     qa.intent, qa.profile, qa.wanted = classify(qa, settings.routing)
     rule = settings.routing.intents.get(qa.intent) if settings.routing.enabled else None
     qvec = embedder.embed([question])[0]

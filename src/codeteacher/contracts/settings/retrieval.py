@@ -704,6 +704,19 @@ class RetrievalSettings(_S):
     acronym_symbol_confidence: float = Field(default=0.03, description="Weight of a symbol "
                                              "match on an all-capitals word (FFT, MPI): prose "
                                              "uses acronyms for concepts, not only for names.")
+    kind_noun_cue: str = Field(default="class|struct|structure|type|function|method|routine|"
+                               "subroutine|macro|enum|namespace", description="Nouns "
+                               "that say what kind of code the word beside them is (\"the "
+                               "Grid class\", \"struct Params\"): such a word names a symbol "
+                               "as surely as CamelCase does, whatever its spelling. Empty: "
+                               "off.")
+    kind_noun_qualifiers: str = Field(default="base derived parent child abstract new helper "
+                                      "own same other whole each every this that which",
+                                      description="Words that only qualify the kind noun "
+                                      "(\"the base class\"), never taken for its name.")
+    kind_noun_confidence: float = Field(default=1.0, ge=0.0, le=1.0, description="Weight of "
+                                        "a symbol named beside a kind noun (1: as a "
+                                        "CamelCase or called name).")
     weak_symbol_max_defs: int = Field(default=8, ge=1, description="A plain word counts as a "
                                       "(weak) symbol only when at most this many definitions "
                                       "carry its name: a name defined everywhere is a word.")
