@@ -320,9 +320,11 @@ def test_a_document_name_as_a_dotted_part_is_a_document(tmp_path):
     table = ("#BHEADER" + "*" * 60 + "\n" + "\n".join(f"  {i:4d} {i * i:8d} {i * 0.5:8.2f}"
                                                       for i in range(30)) + "\n")
     _tree(tmp_path, {"docs/solver.README": table, "INSTALL.unix": table,
-                     "docs/results.dat": table, "tools/readme_tool.py": "print(1)\n"})
+                     "docs/results.dat": table, "tools/readme_tool.py": "print(1)\n",
+                     "data/notes.csv": table})
     kinds = {f.path: (f.language, f.category) for f in collect(tmp_path).files}
     assert kinds["docs/solver.README"] == ("text", "doc")
     assert kinds["INSTALL.unix"] == ("text", "doc")
     assert kinds["docs/results.dat"] == ("dat", "script")  # no document name: data as before
     assert kinds["tools/readme_tool.py"] == ("py", "script")
+    assert kinds["data/notes.csv"] == ("csv", "script")  # a lower-case word is only a name

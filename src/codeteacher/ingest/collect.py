@@ -80,10 +80,11 @@ def _file_kind(name: str, settings: CollectSettings) -> tuple[str, str] | None:
     doc_names = {n.upper() for n in settings.doc_extensionless}
     if not suffix and name.upper() in doc_names:
         return "text", "doc"
-    # A document name as one dotted part ("solver.README", "README.serial", "INSTALL.unix")
-    # still names a document: a suffix that no format lists would otherwise leave it to the
-    # prose test, which tables and banner lines fail, and make it a data file.
-    if any(part.upper() in doc_names for part in name.split(".")):
+    # A document name written in capitals as one dotted part ("solver.README", "README.serial",
+    # "INSTALL.unix") still names a document: a suffix that no format lists would otherwise
+    # leave it to the prose test, which tables and banner lines fail, and make it a data file.
+    # Capitals only: a lower-case word ("notes.csv", "changes.dat") is an ordinary file name.
+    if any(part.isupper() and part in doc_names for part in name.split(".")):
         return "text", "doc"
     return None
 
