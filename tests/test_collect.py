@@ -179,6 +179,32 @@ def test_scope_from_generic_paths(rel, category, scope):
     assert classify_scope(rel, category) == scope
 
 
+@pytest.mark.parametrize("rel,language,scope", [
+    ("build.sh", "sh", "build"),
+    ("configure", "python", "build"),          # extensionless, known by its shebang
+    ("scripts/cmake_cuda.sh", "sh", "build"),
+    ("mycodeconf.py", "py", "build"),
+    ("tools/install-deps.bash", "bash", "build"),
+    ("scripts/make_release.sh", "sh", "src"),  # a verb that opens any name: not by itself
+    ("ci/compile_reader.py", "py", "src"),
+    ("run.sh", "sh", "src"),
+    ("tests/build.sh", "sh", "test"),          # the folder wins
+    ("docs/conf.py", "py", "docs"),
+    (".github/workflows/build.yml", "yml", "src"),  # CI workflow, not a build script
+])
+def test_a_script_that_drives_the_build_is_a_build_file(rel, language, scope):
+    from codeteacher.contracts.settings import CollectSettings
+
+    assert classify_scope(rel, "script", language, CollectSettings()) == scope
+
+
+def test_build_scripts_are_collected_in_the_build_scope(tmp_path):
+    _tree(tmp_path, {"build.sh": "#!/bin/sh\ncmake -B out .\n", "run.sh": "#!/bin/sh\n./a\n",
+                     "configure": "#!/usr/bin/env python3\nprint('x')\n"})
+    scopes = {f.path: f.scope for f in collect(tmp_path).files}
+    assert scopes == {"build.sh": "build", "configure": "build", "run.sh": "src"}
+
+
 def test_records_hash_size_lines_and_scope(tmp_path):
     files = {"src/a.cpp": "int a();\nint b();\n", "tests/t.cpp": "int t();", "INSTALL": ""}
     _tree(tmp_path, files)

@@ -666,7 +666,7 @@ def test_licence_and_changelog_yield_to_code_unless_asked_about(tmp_path):
         "src/solver.cpp": "// Solves the system.\nvoid solve(double* x, int n) { x[0] = n; }\n",
     }
     ix = index_of(tmp_path, files)
-    q = "How do I check that the results of a run are correct?"
+    q = "How do I check the results of a run are correct?"  # (not "check that": a testing cue)
     # (The metadata weight alone: documents keep their places among the first five.)
     keep = lambda s: setattr(s.retrieval, "doc_after", 0)  # noqa: E731
     off = engine_with(ix, lambda s: (keep(s), setattr(s.rerank.weights, "project_metadata", 0.0)))
@@ -924,6 +924,33 @@ def test_a_file_of_another_port_follows_unless_the_question_names_that_port(tmp_
         "Where does the OpenMP version override the energy update of the cells?", k=3)
     assert ov in [h.chunk.path for h in named]
     assert not any("another port" in w for h in named for w in h.why)
+
+
+def test_a_document_of_another_port_keeps_its_place(tmp_path):
+    # A port's own document describes that port (what differs, how to run it): it copies no
+    # code of the plainest port, so it is not moved after the rest as the port's files are.
+    files = {"ports/ref/update.cpp": _REF_UPDATE, "ports/omp/update.cpp": _THREADED_UPDATE,
+             "ports/omp/VARIANT.md": "# Single-precision variant\n\nThis variant stores the "
+                                    "cell values in single precision. Its results differ from "
+                                    "the plain version in the sixth digit.\n"}
+    for port in ("ref", "omp"):
+        files[f"ports/{port}/halo.cpp"] = ("// Copies the halo cells.\nvoid halo(double* u, int n)"
+                                           " {\n  u[0] = u[n - 2];\n  u[n - 1] = u[1];\n}\n")
+    ix = index_of(tmp_path, files)
+    q = "Is there a variant that stores the cell values in single precision, and how do its " \
+        "results differ?"
+    doc = "ports/omp/VARIANT.md"
+    no_doc_after = lambda s: setattr(s.retrieval, "doc_after", 0)  # noqa: E731  (that rule aside)
+    on = engine_with(ix, no_doc_after).search(q, k=8)
+    assert doc in [h.chunk.path for h in on], [(h.chunk.path, h.why) for h in on]
+    assert not any("another port" in w for h in on if h.chunk.path == doc for w in h.why)
+    off = engine_with(ix, lambda s: (no_doc_after(s), setattr(
+        s.retrieval, "other_port_docs_stay", False))).search(q, k=8)
+    moved = [h for h in off if h.chunk.path == doc]
+    assert moved and any("another port" in w for w in moved[0].why), \
+        [(h.chunk.path, h.why) for h in off]
+    rank = lambda hits: [h.chunk.path for h in hits].index(doc)  # noqa: E731
+    assert rank(on) < rank(off)
 
 
 def test_a_caller_in_another_ports_copy_of_a_shown_file_gives_way(tmp_path):
@@ -1810,3 +1837,25 @@ def test_a_word_beside_a_kind_noun_names_that_symbol(tmp_path):
     assert "symbol 'Cell' named" in hits[0].why
     off = engine_with(engine.store.path, lambda s: setattr(s.retrieval, "kind_noun_cue", ""))
     assert all("symbol 'Cell' named" not in h.why for h in off.search(question, k=5))
+
+
+def test_a_build_script_answers_a_build_question_as_a_build_file(tmp_path):
+    # build.sh drives CMake: by purpose a build file, though written in shell. A build
+    # question ranks it as one (level_match), as it does the CMakeLists.txt; the run
+    # script beside it, the same language and words, is not.
+    cmake = ("#!/bin/sh\n# Configure and compile the solver into out/.\nmkdir -p out && cd out\n"
+             "cmake -DENABLE_GPU=${ENABLE_GPU:-OFF} -DCMAKE_BUILD_TYPE=Release ..\n"
+             "make -j 4\n")
+    run = ("#!/bin/sh\n# Run the solver on the sample deck, with the GPU when asked.\n"
+           "cd out\n./solver --gpu=${ENABLE_GPU:-OFF} ../decks/sample.in\n")
+    ix = index_of(tmp_path, {"build.sh": cmake, "run.sh": run,
+                             "src/solver.cpp": "// The solver.\nint solve(int n) { return n; }\n"})
+    store = Engine.load(ix, Settings()).store
+    assert {p: store.records[store.by_path[p][0]].scope for p in ("build.sh", "run.sh")} \
+        == {"build.sh": "build", "run.sh": "src"}
+    hits = engine_with(ix).search("How do I compile the code with the GPU enabled?", k=4)
+    why = {h.chunk.path: " ".join(h.why) for h in hits}
+    assert "level_match" in why["build.sh"], why
+    assert "level_match" not in why.get("run.sh", ""), why
+    paths = [h.chunk.path for h in hits]
+    assert "run.sh" not in paths or paths.index("build.sh") < paths.index("run.sh"), paths

@@ -18,8 +18,9 @@ from ..contracts.models import Chunk
 # 9: unittesting/, regression-tests/ and the like are test folders; 10: a file a tool says it
 # wrote (collect.generated_marker) is scope 'generated'; 11: a member or subclass belongs to
 # the nearest copy of its class, the one in its own port's folder; 12: a document name as a
-# dotted part of a file name, X.README or INSTALL.unix, makes a document).
-CHUNKER_VERSION = "cpp-ts-12"
+# dotted part of a file name, X.README or INSTALL.unix, makes a document; 13: a script that
+# drives the build, build.sh or configure, is scope 'build').
+CHUNKER_VERSION = "cpp-ts-13"
 FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"

@@ -42,7 +42,8 @@ _TEST_FILE = re.compile(r"^(test|Test|tst)[_A-Z]|(_test|_tests|Test|Tests)$|^tes
 _DOC_DIRS = {"doc", "docs", "documentation", "manual", "manuals", "guide", "guides"}
 
 
-def classify_scope(rel: str, category: str) -> str:
+def classify_scope(rel: str, category: str, language: str = "",
+                   settings: CollectSettings | None = None) -> str:
     parts = [p.lower() for p in PurePosixPath(rel).parts[:-1]]
     stem = PurePosixPath(rel).stem
     if category == "build":
@@ -54,6 +55,12 @@ def classify_scope(rel: str, category: str) -> str:
         return "example"
     if category == "doc" or any(p in _DOC_DIRS for p in parts):
         return "docs"
+    if category == "script" and settings is not None and settings.build_script_pattern \
+            and language in settings.build_script_languages \
+            and re.search(settings.build_script_pattern, stem.lower()):
+        # build.sh, configure, cmake_cuda.sh: a script that configures or drives the build
+        # is a build file by purpose, though its format is a program language.
+        return "build"
     return "src"
 
 
@@ -251,7 +258,8 @@ def _read_record(rel: str, name: str, settings: CollectSettings, skip, root: Pat
             return None
         kind = _content_kind(name, text, settings)
     language, category = kind
-    scope = "generated" if _generated(text, settings) else classify_scope(rel, category)
+    scope = "generated" if _generated(text, settings) else classify_scope(rel, category, language,
+                                                                          settings)
     return FileRecord(path=rel, language=language, category=category, scope=scope, size=len(data),
                       sha256=hashlib.sha256(data).hexdigest(),
                       lines=text.count("\n") + (0 if text.endswith("\n") or not text else 1))

@@ -229,7 +229,9 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
     kinds = set(rule.prefer_kinds) if rule else set()
     for w in wanted:
         kinds |= ENTITY_KINDS_FOR.get(w, set())
-    if c.kind in kinds:
+    if c.kind in kinds or (c.scope == "build" and "build" in kinds):
+        # (A build script by purpose, build.sh or configure, is a build file in a program
+        # language: `collect.build_script_pattern`.)
         f["level_match"] = 1.0
     if c.comment or c.explanation:
         f["documented"] = 1.0

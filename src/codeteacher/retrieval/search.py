@@ -502,12 +502,14 @@ def docs_after(store: IndexStore, chosen: list[Candidate], n: int,
 
 
 def other_ports_last(store: IndexStore, pool: list[Candidate], question_tokens: list[str],
-                     rules: PortRules, share: float, min_shared: int) -> list[Candidate]:
+                     rules: PortRules, share: float, min_shared: int,
+                     docs_stay: bool = False) -> list[Candidate]:
     """One answer stays in one port: picks from the files of other port folders that the
-    question does not name (`ports.other_port`) follow the rest, in their order."""
+    question does not name (`ports.other_port`) follow the rest, in their order. With
+    `docs_stay`, a document there keeps its place (it describes that port, it copies nothing)."""
     asked = set(question_tokens)
-    later = [c for c in pool if other_port(store, store.records[c.idx].path, asked, rules,
-                                           share, min_shared)]
+    later = [c for c in pool if not (docs_stay and store.records[c.idx].scope == "docs")
+             and other_port(store, store.records[c.idx].path, asked, rules, share, min_shared)]
     for c in later:
         c.why.append("file of another port (shown after the rest)")
     return [c for c in pool if c not in later] + later
@@ -602,7 +604,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         if rs.plainest_port and rs.other_port_share <= 1 and not threads:
             # (Not for a threads question: the port shown then runs threads, not the plainest.)
             pool = other_ports_last(store, pool, qa.tokens, rules, rs.other_port_share,
-                                    rs.other_port_min_shared)
+                                    rs.other_port_min_shared, rs.other_port_docs_stay)
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

@@ -59,6 +59,18 @@ class CollectSettings(Section):
         default=[".py", ".sh", ".bash", ".pl", ".jl", ".m", ".yml", ".yaml"],
         description="Scripts and configuration that ship with the code (tools, CI, analysis); "
                     "indexed as line windows so questions about them can be answered.")
+    build_script_pattern: Regex = Field(
+        default=r"^(build|configure|config|install|setup|bootstrap|cmake)([_.-]|$)"
+                r"|^(compile|make)$|[_.-](build|configure|config|install|setup|bootstrap|"
+                r"compile|cmake|make)$|conf(ig(ure)?)?$",
+        description="A program script (not YAML/JSON) whose lower-case file stem matches is a "
+                    "build file by purpose (build.sh, configure, cmake_cuda.sh, xyzconf.py: a "
+                    "script that configures or drives the build), scope 'build'; in test, "
+                    "example and doc folders the folder wins. '' = none.")
+    build_script_languages: list[str] = Field(
+        default=["sh", "bash", "zsh", "csh", "tcsh", "ksh", "python", "py", "perl", "pl"],
+        description="Script languages (extension or shebang program) that can be build "
+                    "scripts by build_script_pattern; CI YAML is workflow, not a build file.")
     exclude: list[str] = Field(
         default=[".git/", "build/", "_build/", "node_modules/", ".venv/", "third_party/build/"],
         description="gitignore-style patterns excluded in addition to .gitignore files.")

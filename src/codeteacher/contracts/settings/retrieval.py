@@ -67,7 +67,8 @@ def _default_intents() -> dict[str, IntentRule]:
                            profile="minimal", prefer_kinds=["doc_section", "build", "file"],
                            allow_scopes=["build", "docs"], scope_channel=["build"]),
         "testing": R(cues=[r"\b(unit ?tests?|tests?\b|tested|testing|ctest|gtest|regression|"
-                           r"benchmark|profil(e|ing)|validat)"],
+                           r"benchmark|profil(e|ing)|validat|verif(y|ies|ied|ication)|"
+                           r"check (that|whether|if)|correctness)"],
                      profile="minimal", prefer_kinds=["function", "file", "doc_section"],
                      allow_scopes=["test", "example", "docs", "build"]),
         "comparison": R(cues=[r"\b(differ|difference|compare|comparison|versus|vs\.?|"
@@ -688,6 +689,10 @@ class RetrievalSettings(_S):
     other_port_min_shared: int = Field(default=2, ge=1, description="File stems the two "
                                        "folders must share at least for other_port_share: one "
                                        "shared name (util.cpp) does not make folders ports.")
+    other_port_docs_stay: bool = Field(default=True, description="With other_port_share: a "
+                                       "document of another port folder keeps its place: it "
+                                       "describes that port (what differs, how to run it) and "
+                                       "is no copy of the plainest port's code.")
     port_share: float = Field(default=0.5, ge=0, le=1, description="Share of the shortest "
                               "file's functions the picked file must define too for the two to "
                               "be ports of one thing (not unrelated files sharing a name).")
