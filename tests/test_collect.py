@@ -193,8 +193,6 @@ def test_scope_from_generic_paths(rel, category, scope):
     (".github/workflows/build.yml", "yml", "src"),  # CI workflow, not a build script
 ])
 def test_a_script_that_drives_the_build_is_a_build_file(rel, language, scope):
-    from codeteacher.contracts.settings import CollectSettings
-
     assert classify_scope(rel, "script", language, CollectSettings()) == scope
 
 
