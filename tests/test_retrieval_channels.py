@@ -247,6 +247,26 @@ def test_file_list_lends_to_two_best_chunks_by_default(index, engine):
     assert lent and max(lent.values()) == 1
 
 
+def test_dense_file_list_ranks_each_file_once(index, engine):
+    # Off by default (it cost most seen corpora); on, a rank belongs to one file, and the
+    # first file lends it to its file entity (and to its best chunk).
+    assert not Settings().retrieval.dense_files.enabled
+    assert not any(w.startswith("dense file #") for h in engine.search(DIFFUSION, k=8)
+                   for w in h.why)
+    on = engine_with(index, lambda s: setattr(s.retrieval.dense_files, "enabled", True))
+    trace = Trace()
+    on.search(DIFFUSION, k=8, trace=trace)
+    ranks: dict[int, set[str]] = {}
+    for r in trace.rows:
+        for w in r["why"]:
+            if w.startswith("dense file #"):
+                ranks.setdefault(int(w.split("#")[1]), set()).add(r["path"])
+    assert 1 in ranks and all(len(paths) == 1 for paths in ranks.values())
+    best = ranks[1].pop()
+    kinds = {r["kind"] for r in trace.rows if r["path"] == best and "dense file #1" in r["why"]}
+    assert "file" in kinds  # (its best chunk may be the file entity itself)
+
+
 # ---- file-diverse evidence --------------------------------------------------------------------
 
 def _kernel_files(hits) -> set[str]:

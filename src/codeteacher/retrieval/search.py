@@ -70,7 +70,9 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
     # Dense: one FAISS search (exact inner product on normalised vectors).
     n_dense = rs.dense_k if allowed is None else min(len(store.records),
                                                      rs.dense_k * rs.filtered_dense_factor)
-    sims, ids = store.faiss.search(qvec.reshape(1, -1), min(n_dense, len(store.records)))
+    df = rs.dense_files
+    depth = max(n_dense, df.depth) if df.enabled and df.weight else n_dense
+    sims, ids = store.faiss.search(qvec.reshape(1, -1), min(depth, len(store.records)))
     rank = 0
     for i in ids[0]:
         if i < 0 or (allowed is not None and not allowed[i]):
@@ -94,6 +96,8 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
     _feedback(store, qa, rs, get, allowed, cands)
     _exact_tokens(store, qa, rs, get, allowed, settings.collect.max_file_bytes)
     _base_classes(store, qvec, qa, rs, get, allowed)
+    if df.enabled and df.weight:
+        _dense_file_channel(store, ids[0], rs, get, allowed)
     _file_channel(store, qvec, qa, rs, get, allowed, lex, list(cands),
                   rs.file_channel.weight if file_weight is None else file_weight)
     _scope_channel(store, qvec, rs, get, allowed, lex, scopes)
@@ -234,6 +238,31 @@ def _deriving_files(store: IndexStore, r: Chunk) -> set[str]:
         if i is not None and store.records[i].path != r.path:
             out.add(store.records[i].path)
     return out
+
+
+def _dense_file_channel(store: IndexStore, ids: np.ndarray, rs, get, allowed) -> None:
+    """Files in the order of their best chunk among the nearest (`dense_files.depth`): each
+    of the first `top_files` lends its reciprocal rank to that chunk and its file entity."""
+    df = rs.dense_files
+    seen: set[str] = set()
+    for i in ids:
+        if i < 0 or (allowed is not None and not allowed[i]):
+            continue
+        r = store.records[int(i)]
+        if r.kind == "module" or r.path in seen:
+            continue
+        seen.add(r.path)
+        contrib = df.weight / (rs.rrf_k + len(seen))
+        targets = [int(i)]
+        fi = store.file_record_index(r.path) if df.to_file_entity else None
+        if fi is not None and fi != int(i) and (allowed is None or allowed[fi]):
+            targets.append(fi)
+        for t in targets:
+            c = get(t)
+            c.fused += contrib
+            c.why.append(f"dense file #{len(seen)}")
+        if len(seen) >= df.top_files:
+            break
 
 
 def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, get, allowed,
