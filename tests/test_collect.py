@@ -129,7 +129,7 @@ def test_kinds_extensionless_docs_and_build_files(tmp_path):
         "CMakeLists.txt": "project(x)\n", "cmake/FindFoo.cmake": "find_path(FOO foo.h)\n",
         "Makefile": "all:\n\ttrue\n", "src/k.cu": CODE, "src/c.c": CODE, "src/h.hpp": CODE,
         "src/k.hip": CODE, "docs/guide.rst": "Guide\n=====\n", "notes.txt": "x\n", "data.csv": "1,2\n",
-        "image.png": b"\x89PNG\r\n",
+        "doc/manual.tex": "\\section{Running}\nRun it.\n", "image.png": b"\x89PNG\r\n",
     })
     kinds = {f.path: (f.language, f.category) for f in collect(tmp_path).files}
     assert kinds == {
@@ -138,7 +138,7 @@ def test_kinds_extensionless_docs_and_build_files(tmp_path):
         "Makefile": ("make", "build"), "src/k.cu": ("cuda", "code"), "src/c.c": ("c", "code"),
         "src/k.hip": ("hip", "code"),
         "src/h.hpp": ("cpp", "code"), "docs/guide.rst": ("rst", "doc"),
-        "notes.txt": ("text", "doc"),
+        "notes.txt": ("text", "doc"), "doc/manual.tex": ("latex", "doc"),
         # not known by name: text recognised by content, chunked as config/data windows
         "docs/random": ("text", "script"), "LICENSE": ("text", "script"),
         "data.csv": ("csv", "script"),
@@ -186,14 +186,38 @@ def test_scope_from_generic_paths(rel, category, scope):
     ("mycodeconf.py", "py", "build"),
     ("tools/install-deps.bash", "bash", "build"),
     ("scripts/make_release.sh", "sh", "src"),  # a verb that opens any name: not by itself
-    ("ci/compile_reader.py", "py", "src"),
+    ("tools/compile_reader.py", "py", "src"),
     ("run.sh", "sh", "src"),
     ("tests/build.sh", "sh", "test"),          # the folder wins
     ("docs/conf.py", "py", "docs"),
-    (".github/workflows/build.yml", "yml", "src"),  # CI workflow, not a build script
+    (".github/workflows/build.yml", "yml", "test"),  # CI workflow, not a build script
 ])
 def test_a_script_that_drives_the_build_is_a_build_file(rel, language, scope):
     assert classify_scope(rel, "script", language, CollectSettings()) == scope
+
+
+@pytest.mark.parametrize("rel,category,scope", [
+    (".github/workflows/omp.yml", "script", "test"),
+    (".travis.yml", "script", "test"),
+    (".gitlab-ci.yml", "script", "test"),
+    (".gitlab/ci/cluster.yml", "script", "test"),
+    (".circleci/config.yml", "script", "test"),
+    ("Jenkinsfile", "script", "test"),
+    ("ci/scripts/test_runner.sh", "script", "test"),
+    ("ci/README.md", "doc", "docs"),            # a document about the CI stays a document
+    ("ci/Makefile", "build", "build"),          # a build file stays a build file
+    ("src/ci/stats.cpp", "code", "src"),        # only a top-level ci/ is the CI folder
+    ("src/circle.cpp", "code", "src"),
+    ("docs/ci.md", "doc", "docs"),
+])
+def test_continuous_integration_configuration_is_test_scope(rel, category, scope):
+    assert classify_scope(rel, category, "", CollectSettings()) == scope
+
+
+def test_an_empty_ci_pattern_leaves_ci_files_to_their_paths():
+    off = CollectSettings(ci_pattern="")
+    assert classify_scope(".github/workflows/omp.yml", "script", "yml", off) == "src"
+    assert classify_scope("ci/README.md", "doc", "", off) == "docs"
 
 
 def test_build_scripts_are_collected_in_the_build_scope(tmp_path):

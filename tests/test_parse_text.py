@@ -1,4 +1,4 @@
-"""Doc and build chunkers: Markdown, reStructuredText, plain text, CMake and Makefiles."""
+"""Doc and build chunkers: Markdown, reStructuredText, LaTeX, plain text, CMake and Makefiles."""
 from __future__ import annotations
 
 import textwrap
@@ -140,6 +140,44 @@ def test_rst_heading_levels_by_first_appearance():
     assert by["Options"].end_line == line_of(RST, "-------------")
 
 
+LATEX = src(r"""
+    \documentclass{article}
+    \title{Gyro manual}
+    \begin{document}
+    \maketitle
+    \section{Building and running}
+    \subsection{Building}
+    Type make in the src folder.
+    % \section{commented out, not a heading}
+    \subsection*[Tests]{Running the \emph{regression} tests}
+    Run the script in test/.
+    \section{Physics}
+    The CFL~number limits the time step.
+    \end{document}
+""")
+
+
+def test_latex_sections_by_sectioning_command():
+    pf = chunk_doc("doc/manual.tex", LATEX, fmt="latex")
+    exact(pf, LATEX)
+    by = {c.name: c for c in pf.chunks}
+    # the preamble is titled by the file name; a heading with no body of its own gives no
+    # chunk but heads its subsections
+    assert list(by) == ["manual.tex", "Building", "Running the regression tests", "Physics"]
+    assert by["manual.tex"].end_line == line_of(LATEX, "\\maketitle")
+    assert by["Building"].heading_path == ["Building and running", "Building"]
+    assert "commented out" in by["Building"].text  # a comment line is not a heading
+    assert by["Running the regression tests"].heading_path == [
+        "Building and running", "Running the regression tests"]
+    assert by["Physics"].heading_path == ["Physics"] and "CFL~number" in by["Physics"].text
+
+
+def test_latex_without_sections_is_chunked_as_plain_text():
+    text = "A short note.\n\nWith two paragraphs.\n"
+    assert [c.name for c in chunk_doc("n.tex", text, fmt="latex").chunks] == \
+        [c.name for c in chunk_doc("n.tex", text, fmt="text").chunks]
+
+
 def test_plain_text_headings_and_paragraph_sections():
     text = src("""
         Gyro release notes for the spring version.
@@ -171,8 +209,9 @@ def test_plain_text_headings_and_paragraph_sections():
 
 
 def test_chunkers_never_raise():
-    for text in ["", "\n\n", "#", "===\n", "```\nunclosed", "\x00\xff", "a" * 5000]:
-        for fmt in ("markdown", "rst", "text", "other"):
+    for text in ["", "\n\n", "#", "===\n", "```\nunclosed", "\x00\xff", "a" * 5000,
+                 "\\section{", "\\section{}\n", "\\chapter*[x]{a {b} c"]:
+        for fmt in ("markdown", "rst", "latex", "text", "other"):
             assert isinstance(chunk_doc("x", text, fmt=fmt), ParsedFile)
         assert isinstance(chunk_build("CMakeLists.txt", text), ParsedFile)
         assert isinstance(chunk_build("Makefile", text), ParsedFile)

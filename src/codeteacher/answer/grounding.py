@@ -40,7 +40,7 @@ def names_in(prose: str) -> list[str]:
             continue
         if "/" in name or ext.lower() in {"h", "hh", "hpp", "hxx", "c", "cc", "cpp", "cxx",
                                           "cu", "cuh", "py", "md", "txt", "cmake", "json",
-                                          "yaml", "yml", "sh", "rst", "f90", "inl", "tpp"}:
+                                          "yaml", "yml", "sh", "rst", "tex", "f90", "inl", "tpp"}:
             out.setdefault(name)
     rest = _FILE.sub(" ", rest)
     for m in _IDENT.finditer(rest):

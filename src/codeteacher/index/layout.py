@@ -19,8 +19,10 @@ from ..contracts.models import Chunk
 # wrote (collect.generated_marker) is scope 'generated'; 11: a member or subclass belongs to
 # the nearest copy of its class, the one in its own port's folder; 12: a document name as a
 # dotted part of a file name, X.README or INSTALL.unix, makes a document; 13: a script that
-# drives the build, build.sh or configure, is scope 'build').
-CHUNKER_VERSION = "cpp-ts-13"
+# drives the build, build.sh or configure, is scope 'build'; 14: continuous-integration
+# configuration, .github/workflows/ or .travis.yml, is scope 'test'; 15: a LaTeX document is
+# split at its sectioning commands, each section titled by its heading).
+CHUNKER_VERSION = "cpp-ts-15"
 FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"

@@ -25,6 +25,7 @@ from ..index.files import RefusedFile, read_repo_file
 _LANG_BY_EXT = {
     ".c": "c", ".cu": "cuda", ".cuh": "cuda", ".hip": "hip",
     ".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text",
+    ".tex": "latex",
     ".cmake": "cmake",
 }
 # Folder names that say what a file is for; matched on any path component.
@@ -48,6 +49,11 @@ def classify_scope(rel: str, category: str, language: str = "",
     stem = PurePosixPath(rel).stem
     if category == "build":
         return "build"
+    if category != "doc" and settings is not None and settings.ci_pattern \
+            and re.search(settings.ci_pattern, rel):
+        # Continuous-integration configuration builds and runs the tests; a document about
+        # the CI set-up stays a document (the document cap and order apply to it).
+        return "test"
     if any(p in _TEST_DIRS or _TEST_DIR.match(p) for p in parts) \
             or (category in ("code", "script") and _TEST_FILE.search(stem)):
         return "test"

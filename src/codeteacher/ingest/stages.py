@@ -106,7 +106,7 @@ def _parse_text(rec, text: str, settings: Settings) -> ParsedFile:
         return chunk_build(rec.path, text, language=rec.language, **common)
     if rec.category == "script":  # line windows like build files, but their own kind
         return chunk_build(rec.path, text, language=rec.language, kind="script", **common)
-    fmt = rec.language if rec.language in ("markdown", "rst") else "text"
+    fmt = rec.language if rec.language in ("markdown", "rst", "latex") else "text"
     return chunk_doc(rec.path, text, fmt=fmt, **common)
 
 

@@ -39,7 +39,8 @@ class CollectSettings(Section):
                  ".cu", ".cuh", ".hip", ".ipp", ".tcc"],
         description="Extensions parsed as C/C++/CUDA.")
     doc_extensions: list[str] = Field(
-        default=[".md", ".markdown", ".rst", ".txt"], description="Extensions chunked as docs.")
+        default=[".md", ".markdown", ".rst", ".txt", ".tex"], description=(
+            "Extensions chunked as docs (a LaTeX manual is split at its sectioning commands)."))
     doc_extensionless: list[str] = Field(
         default=["README", "INSTALL", "INSTALLATION", "TUNING", "CHANGELOG", "CHANGES", "NEWS",
                  "AUTHORS", "CONTRIBUTING", "NOTES", "TODO", "USAGE", "BUILDING", "HACKING"],
@@ -71,6 +72,16 @@ class CollectSettings(Section):
         default=["sh", "bash", "zsh", "csh", "tcsh", "ksh", "python", "py", "perl", "pl"],
         description="Script languages (extension or shebang program) that can be build "
                     "scripts by build_script_pattern; CI YAML is workflow, not a build file.")
+    ci_pattern: Regex = Field(
+        default=r"(^|/)\.github/workflows/|(^|/)\.gitlab-ci\.ya?ml$|(^|/)\.gitlab/|"
+                r"(^|/)\.travis\.ya?ml$|(^|/)\.circleci/|(^|/)Jenkinsfile[^/]*$|"
+                r"(^|/)azure-pipelines\.ya?ml$|(^|/)appveyor\.ya?ml$|(^|/)\.buildkite/|"
+                r"(^|/)\.cirrus\.ya?ml$|^\.?ci/",
+        description="Paths (relative, searched) of continuous-integration configuration: "
+                    "GitHub workflows, GitLab CI, Travis, CircleCI, Jenkins, Azure Pipelines, "
+                    "AppVeyor, Buildkite, Cirrus, a top-level ci/ or .ci/ folder. What they "
+                    "hold builds and runs the tests, so they are scope 'test' (a build file "
+                    "there stays 'build', a document 'docs'). '' = none.")
     exclude: list[str] = Field(
         default=[".git/", "build/", "_build/", "node_modules/", ".venv/", "third_party/build/"],
         description="gitignore-style patterns excluded in addition to .gitignore files.")

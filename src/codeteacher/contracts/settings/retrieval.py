@@ -68,7 +68,7 @@ def _default_intents() -> dict[str, IntentRule]:
                            allow_scopes=["build", "docs"], scope_channel=["build"]),
         "testing": R(cues=[r"\b(unit ?tests?|tests?\b|tested|testing|ctest|gtest|regression|"
                            r"benchmark|profil(e|ing)|validat|verif(y|ies|ied|ication)|"
-                           r"check (that|whether|if)|correctness)"],
+                           r"check (that|whether|if)|correctness|continuous[- ]integration|ci\b)"],
                      profile="minimal", prefer_kinds=["function", "file", "doc_section"],
                      allow_scopes=["test", "example", "docs", "build"]),
         "comparison": R(cues=[r"\b(differ|difference|compare|comparison|versus|vs\.?|"

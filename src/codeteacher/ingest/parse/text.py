@@ -227,6 +227,36 @@ def _text_heads(lines: list[str]) -> list:
     return heads
 
 
+# \section{Title}, \subsection*[short]{Title}: LaTeX's sectioning commands, outermost first.
+_LATEX_LEVELS = {"part": 1, "chapter": 2, "section": 3, "subsection": 4, "subsubsection": 5,
+                 "paragraph": 6}
+_LATEX_HEAD = re.compile(r"^\s*\\(part|chapter|section|subsection|subsubsection|paragraph)"
+                         r"\*?\s*(?:\[[^\]]*\])?\s*\{")
+
+
+def _latex_title(rest: str) -> str:
+    """The text of a braced argument (nested braces kept to their words; an argument left open
+    on its line ends at the line's end), without commands: `\\emph{CFL} number` → `CFL number`."""
+    depth, out = 1, []
+    for ch in rest:
+        depth += (ch == "{") - (ch == "}")
+        if depth == 0:
+            break
+        out.append(ch)
+    title = re.sub(r"\\[A-Za-z]+\*?|[{}$]", "", "".join(out)).replace("~", " ")
+    return " ".join(title.replace("\\", "").split())
+
+
+def _latex_heads(lines: list[str]) -> list:
+    heads = []
+    for i, line in enumerate(lines):
+        m = _LATEX_HEAD.match(line)
+        if m:
+            title = _latex_title(line[m.end():]) or m.group(1)
+            heads.append((i + 1, _LATEX_LEVELS[m.group(1)], title, i + 2))
+    return heads
+
+
 def _first_line_sections(b: _Builder, start: int, end: int) -> list[_Section]:
     """Heading-less text: paragraphs packed up to max_doc_chars, titled by their first line."""
     out = []
@@ -239,14 +269,17 @@ def _first_line_sections(b: _Builder, start: int, end: int) -> list[_Section]:
 
 def chunk_doc(path: str, text: str, *, fmt: str, scope: str = "docs", file_sha: str = "",
               settings: ChunkSettings | None = None) -> ParsedFile:
-    """Doc sections of a Markdown ("markdown"), reStructuredText ("rst") or plain ("text") file."""
+    """Doc sections of a Markdown ("markdown"), reStructuredText ("rst"), LaTeX ("latex") or
+    plain ("text") file."""
     b = _Builder(path, text.split("\n"), "doc_section", fmt, scope, file_sha, settings)
     name = posixpath.basename(path) or path
     if fmt == "markdown":
         b.emit_sections(_sections(_markdown_heads(b.lines), b.lines, name), fenced=True)
     elif fmt == "rst":
         b.emit_sections(_sections(_rst_heads(b.lines), b.lines, name), fenced=False)
-    else:
+    elif fmt == "latex" and _latex_heads(b.lines):
+        b.emit_sections(_sections(_latex_heads(b.lines), b.lines, name), fenced=False)
+    else:  # plain text, and a LaTeX file without sectioning commands
         heads = _text_heads(b.lines)
         first = heads[0][0] if heads else len(b.lines) + 1
         secs = _first_line_sections(b, 1, first - 1) if first > 1 else []
