@@ -803,6 +803,37 @@ def test_no_data_file_unless_the_question_asks_for_them(tmp_path):
     assert len(decks([h.chunk.path for h in listed])) == 3
 
 
+def test_a_file_the_question_names_is_never_capped(tmp_path):
+    # "instead of editing case1.inp" asks about that file: the data-file cap (0 by default)
+    # and the document cap (1) leave a named file out of their count; unnamed ones stay capped.
+    deck = ("# case: {n}\ntimestep_limit 0.{n}\ncourant_number 0.{n}5\n"
+            "end_time 1.{n}\n")
+    files = {f"inputs/case{n}.inp": deck.format(n=n) for n in range(3)}
+    files["src/timestep.cpp"] = ("// Chooses the time step from the courant number and the "
+                                 "time step limit read from the case file.\n"
+                                 "double choose_timestep(double courant, double limit) "
+                                 "{ return courant < limit ? courant : limit; }\n")
+    files.update({f"docs/time_step_{n}.md": f"# Time step ({n})\n\nThe courant number and the "
+                  f"time step limit choose the time step, note {n}.\n" for n in range(3)})
+    ix = index_of(tmp_path, files)
+    q = ("How do I set the courant number and the time step limit on the command line "
+         "instead of editing case1.inp or reading time_step_2.md?")
+
+    def shown(change=None):
+        def alone(s):  # (the caps alone: documents keep their places among the first five)
+            s.retrieval.doc_after = 0
+            change and change(s)
+        return [h.chunk.path for h in engine_with(ix, alone).search(q, k=6)]
+
+    top = shown()
+    assert "inputs/case1.inp" in top and "docs/time_step_2.md" in top, top
+    assert not {"inputs/case0.inp", "inputs/case2.inp"} & set(top), top
+    assert len([p for p in top if p.startswith("docs/")]) <= 2, top  # the named one + one
+    assert "src/timestep.cpp" in top
+    capped = shown(lambda s: setattr(s.retrieval, "named_files_uncapped", False))
+    assert "inputs/case1.inp" not in capped, capped
+
+
 def test_a_threads_question_shows_the_port_that_runs_threads(tmp_path):
     # The serial reference is the plainest port, so it is shown by default; a question about
     # threads is answered by the threaded copy, the plainest of those that run threads.

@@ -544,15 +544,21 @@ def other_ports_last(store: IndexStore, pool: list[Candidate], question_tokens: 
     return [c for c in pool if c not in later] + later
 
 
-def _file_caps(store: IndexStore, rs, question: str, wanted: list[str]) -> list[FileCap]:
+def _file_caps(store: IndexStore, rs, question: str, wanted: list[str],
+               named: frozenset[str] = frozenset()) -> list[FileCap]:
     """Data files (decks, reference outputs: `max_data_files`) unless the question asks
-    about them, and documents (`max_doc_files`) unless it asks for documentation."""
+    about them, and documents (`max_doc_files`) unless it asks for documentation. A file the
+    question names (`named`, with `rs.named_files_uncapped`) is never capped: "instead of
+    editing params.dat" asks about that file."""
     caps = []
+    free = named if rs.named_files_uncapped else frozenset()
     if rs.max_data_files is not None and not cue_pattern(rs.data_cue).search(question.lower()):
         programs = frozenset(rs.program_languages)
-        caps.append(FileCap(lambda r: _is_data_file(store, r.path, programs), rs.max_data_files))
+        caps.append(FileCap(lambda r: r.path not in free
+                            and _is_data_file(store, r.path, programs), rs.max_data_files))
     if rs.max_doc_files is not None and "documentation" not in wanted:
-        caps.append(FileCap(lambda r: r.scope == "docs", rs.max_doc_files))
+        caps.append(FileCap(lambda r: r.path not in free and r.scope == "docs",
+                            rs.max_doc_files))
     return caps
 
 
@@ -619,7 +625,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     pool = select(store, ranked, k * 2, per_file, rs.same_file_penalty, rs.max_per_name,
                   rs.select_pool, rs.modules_as_files and "module" not in qa.wanted,
                   rs.one_of_identical, rs.mirror_share,
-                  [] if allowed is not None else _file_caps(store, rs, question, qa.wanted),
+                  [] if allowed is not None else
+                  _file_caps(store, rs, question, qa.wanted, frozenset(qa.named_files)),
                   settings.rerank.trivial_lines if rs.skip_trivial_inner else 0)
     if rs.plainest_variant:
         asked = question.lower()

@@ -616,6 +616,9 @@ class RetrievalSettings(_S):
                                       "(routing.entity_cues): one leaves room for the code it "
                                       "describes (1 instead of 2: two held-aside corpora up a "
                                       "question each at @5, level elsewhere). null = no limit.")
+    named_files_uncapped: bool = Field(default=True, description="A file the question names "
+                                       "is not counted by max_data_files or max_doc_files: "
+                                       "the name asks for that file, whatever its kind.")
     doc_after: int = Field(default=5, ge=0, description="Documents found among the first "
                            "this many results follow them, unless the question is about "
                            "building, running, the documentation or the project (doc_slot_cue, "
