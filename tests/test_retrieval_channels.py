@@ -775,17 +775,22 @@ def test_metadata_names_with_a_suffix_are_metadata():
         assert not _is_metadata(path, names), path
 
 
+def _cases_and_reader(suffix: str, header: str, read_from: str) -> dict[str, str]:
+    """Three data files that share a question's words with the code that reads them."""
+    files = {f"inputs/case{n}{suffix}": f"# {header}: {n}\ntimestep_limit 0.{n}\n"
+             f"courant_number 0.{n}5\nend_time 1.{n}\n" for n in range(3)}
+    files["src/timestep.cpp"] = ("// Chooses the time step from the courant number and the "
+                                 f"time step limit read from {read_from}.\n"
+                                 "double choose_timestep(double courant, double limit) "
+                                 "{ return courant < limit ? courant : limit; }\n")
+    return files
+
+
 def test_no_data_file_unless_the_question_asks_for_them(tmp_path):
     # Three input decks share the question's words with the code that reads them; a question
     # about the code is answered by the code, and decks would crowd out the reader. Asked
     # about the decks, or listing a folder, all of them come back.
-    deck = ("# input deck: {n}\ntimestep_limit 0.{n}\ncourant_number 0.{n}5\n"
-            "end_time 1.{n}\n")
-    files = {f"inputs/case{n}.deck": deck.format(n=n) for n in range(3)}
-    files["src/timestep.cpp"] = ("// Chooses the time step from the courant number and the "
-                                 "time step limit read from the input deck.\n"
-                                 "double choose_timestep(double courant, double limit) "
-                                 "{ return courant < limit ? courant : limit; }\n")
+    files = _cases_and_reader(".deck", "input deck", "the input deck")
     files["src/io.cpp"] = ("// Reads the input deck keywords.\nint read_keywords(const char* f) "
                            "{ return f != 0; }\n")
     ix = index_of(tmp_path, files)
@@ -806,13 +811,7 @@ def test_no_data_file_unless_the_question_asks_for_them(tmp_path):
 def test_a_file_the_question_names_is_never_capped(tmp_path):
     # "instead of editing case1.inp" asks about that file: the data-file cap (0 by default)
     # and the document cap (1) leave a named file out of their count; unnamed ones stay capped.
-    deck = ("# case: {n}\ntimestep_limit 0.{n}\ncourant_number 0.{n}5\n"
-            "end_time 1.{n}\n")
-    files = {f"inputs/case{n}.inp": deck.format(n=n) for n in range(3)}
-    files["src/timestep.cpp"] = ("// Chooses the time step from the courant number and the "
-                                 "time step limit read from the case file.\n"
-                                 "double choose_timestep(double courant, double limit) "
-                                 "{ return courant < limit ? courant : limit; }\n")
+    files = _cases_and_reader(".inp", "case", "the case file")
     files.update({f"docs/time_step_{n}.md": f"# Time step ({n})\n\nThe courant number and the "
                   f"time step limit choose the time step, note {n}.\n" for n in range(3)})
     ix = index_of(tmp_path, files)
