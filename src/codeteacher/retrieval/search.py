@@ -552,13 +552,16 @@ def _file_caps(store: IndexStore, rs, question: str, wanted: list[str],
     editing params.dat" asks about that file."""
     caps = []
     free = named if rs.named_files_uncapped else frozenset()
+
+    def counted(holds: Callable[[Chunk], bool]) -> Callable[[Chunk], bool]:
+        return lambda r: r.path not in free and holds(r)
+
     if rs.max_data_files is not None and not cue_pattern(rs.data_cue).search(question.lower()):
         programs = frozenset(rs.program_languages)
-        caps.append(FileCap(lambda r: r.path not in free
-                            and _is_data_file(store, r.path, programs), rs.max_data_files))
+        caps.append(FileCap(counted(lambda r: _is_data_file(store, r.path, programs)),
+                            rs.max_data_files))
     if rs.max_doc_files is not None and "documentation" not in wanted:
-        caps.append(FileCap(lambda r: r.path not in free and r.scope == "docs",
-                            rs.max_doc_files))
+        caps.append(FileCap(counted(lambda r: r.scope == "docs"), rs.max_doc_files))
     return caps
 
 

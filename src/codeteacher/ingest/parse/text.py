@@ -277,8 +277,8 @@ def chunk_doc(path: str, text: str, *, fmt: str, scope: str = "docs", file_sha: 
         b.emit_sections(_sections(_markdown_heads(b.lines), b.lines, name), fenced=True)
     elif fmt == "rst":
         b.emit_sections(_sections(_rst_heads(b.lines), b.lines, name), fenced=False)
-    elif fmt == "latex" and _latex_heads(b.lines):
-        b.emit_sections(_sections(_latex_heads(b.lines), b.lines, name), fenced=False)
+    elif fmt == "latex" and (latex := _latex_heads(b.lines)):
+        b.emit_sections(_sections(latex, b.lines, name), fenced=False)
     else:  # plain text, and a LaTeX file without sectioning commands
         heads = _text_heads(b.lines)
         first = heads[0][0] if heads else len(b.lines) + 1
