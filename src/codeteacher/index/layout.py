@@ -21,8 +21,9 @@ from ..contracts.models import Chunk
 # dotted part of a file name, X.README or INSTALL.unix, makes a document; 13: a script that
 # drives the build, build.sh or configure, is scope 'build'; 14: continuous-integration
 # configuration, .github/workflows/ or .travis.yml, is scope 'test'; 15: a LaTeX document is
-# split at its sectioning commands, each section titled by its heading).
-CHUNKER_VERSION = "cpp-ts-15"
+# split at its sectioning commands, each section titled by its heading; 16: Fortran is parsed
+# by tree-sitter-fortran into program units, no longer cut into line windows).
+CHUNKER_VERSION = "cpp-ts-16"
 FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"

@@ -24,6 +24,8 @@ from ..index.files import RefusedFile, read_repo_file
 
 _LANG_BY_EXT = {
     ".c": "c", ".cu": "cuda", ".cuh": "cuda", ".hip": "hip",
+    ".f": "fortran", ".for": "fortran", ".ftn": "fortran", ".f77": "fortran", ".fpp": "fortran",
+    ".f90": "fortran", ".f95": "fortran", ".f03": "fortran", ".f08": "fortran",
     ".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text",
     ".tex": "latex",
     ".cmake": "cmake",

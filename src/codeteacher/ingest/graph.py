@@ -157,13 +157,21 @@ def build_structure(files: list[FileRecord], chunks: list[Chunk],
                    for k, v in by_name.items()}
     qual_defs = {k: [c for c in v if c.kind in CALL_TARGETS and not c.is_declaration]
                  for k, v in by_qual.items()}
+    # Fortran names are case-insensitive, and C or C++ reaches a Fortran routine by its linker
+    # name, usually lower case with a trailing underscore (`rhs4_` for `subroutine RHS4`).
+    fortran_defs: dict[str, list[Chunk]] = defaultdict(list)
+    for name, defs in definitions.items():
+        for d in defs:
+            if d.language == "fortran":
+                fortran_defs[name.lower()].append(d)
     unresolved_calls = 0
     for c in chunks:
         if c.kind not in CALLABLE and c.kind != "function_part":
             continue
         caller = sym_node(c.parent_id if c.kind == "function_part" and c.parent_id else c.id)
         for raw in c.calls:
-            targets = _resolve_call(_strip_templates(raw), c, definitions, qual_defs, ancestry)
+            targets = _resolve_call(_strip_templates(raw), c, definitions, qual_defs, ancestry) \
+                or _resolve_call(raw.rstrip("_").lower(), c, fortran_defs, {}, ancestry)
             if not targets:
                 unresolved_calls += 1
             for t in targets:

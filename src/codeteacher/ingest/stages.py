@@ -100,6 +100,9 @@ def _parse_text(rec, text: str, settings: Settings) -> ParsedFile:
     from .parse.text import chunk_build, chunk_doc
 
     common = dict(scope=rec.scope, file_sha=rec.sha256, settings=settings.chunking)
+    if rec.category == "code" and rec.language == "fortran":
+        from .parse.fortran import parse_fortran
+        return parse_fortran(rec.path, text, language=rec.language, **common)
     if rec.category == "code":
         return parse_cpp(rec.path, text, language=rec.language, **common)
     if rec.category == "build":

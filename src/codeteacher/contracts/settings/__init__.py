@@ -36,8 +36,10 @@ class Section(BaseModel):
 class CollectSettings(Section):
     code_extensions: list[str] = Field(
         default=[".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl", ".tpp",
-                 ".cu", ".cuh", ".hip", ".ipp", ".tcc"],
-        description="Extensions parsed as C/C++/CUDA.")
+                 ".cu", ".cuh", ".hip", ".ipp", ".tcc",
+                 ".f", ".for", ".ftn", ".f77", ".fpp", ".f90", ".f95", ".f03", ".f08"],
+        description=("Extensions parsed as code: C/C++/CUDA by tree-sitter-cpp, Fortran (fixed "
+                     "and free form, either case) by tree-sitter-fortran."))
     doc_extensions: list[str] = Field(
         default=[".md", ".markdown", ".rst", ".txt", ".tex"], description=(
             "Extensions chunked as docs (a LaTeX manual is split at its sectioning commands)."))

@@ -594,7 +594,16 @@ class _FileParser:
         return chunk
 
     def call_name(self, fn) -> str:
-        """`foo`, `obj.bar` -> bar, `ns::baz`, `Cls<T>::f` -> Cls::f; macros (ALL_CAPS_X) -> ''."""
+        """`foo`, `obj.bar` -> bar, `ns::baz`, `Cls<T>::f` -> Cls::f; macros (ALL_CAPS_X) -> '';
+        `F77_FUNC(name, NAME)(...)`, a macro that spells a Fortran routine's linker name -> name."""
+        if fn.type == "call_expression":
+            head, args = fn.child_by_field_name("function"), fn.child_by_field_name("arguments")
+            first = args.named_children[0] if args is not None and args.named_children else None
+            if head is None or head.type != "identifier" or first is None \
+                    or first.type != "identifier" \
+                    or not re.fullmatch(r"[A-Z][A-Z0-9_]*", self.txt(head)):
+                return ""
+            fn = first
         if fn.type == "field_expression":
             fn = fn.child_by_field_name("field")
             if fn is None:
@@ -635,19 +644,7 @@ class _FileParser:
                     prev_end = self.end_line(st)
 
         collect(body, 0)
-        points = sorted(c for c in cuts if whole.start_line < c <= whole.end_line)
-        ranges, s = [], whole.start_line
-        while True:
-            fits = [c for c in points if s < c and c - s <= limit]
-            later = [c for c in points if c > s]
-            if whole.end_line - s + 1 <= limit or not later:
-                ranges.append((s, whole.end_line))
-                break
-            c = fits[-1] if fits else later[0]
-            ranges.append((s, c - 1))
-            s = c
-        if len(ranges) >= 2 and ranges[-1][1] - ranges[-1][0] < 2:
-            ranges[-2:] = [(ranges[-2][0], ranges[-1][1])]  # no part of just a closing brace
+        ranges = line_ranges(whole.start_line, whole.end_line, cuts, limit)
         if len(ranges) < 2:
             return
         n = len(ranges)
@@ -719,6 +716,27 @@ class _FileParser:
             elif t != "comment" and not t.startswith("preproc") and t != "identifier":
                 return child.start_point.row
         return None
+
+
+def line_ranges(first: int, last: int, cuts, limit: int) -> list[tuple[int, int]]:
+    """Lines first..last cut into ranges of at most `limit` lines where possible, each
+    starting at a cut point (a statement's first line); a range is longer only where no cut
+    falls inside it, and a last range of one or two lines (a closing brace, an `end`) joins the
+    one before."""
+    points = sorted(c for c in cuts if first < c <= last)
+    ranges, s = [], first
+    while True:
+        fits = [c for c in points if s < c and c - s <= limit]
+        later = [c for c in points if c > s]
+        if last - s + 1 <= limit or not later:
+            ranges.append((s, last))
+            break
+        c = fits[-1] if fits else later[0]
+        ranges.append((s, c - 1))
+        s = c
+    if len(ranges) >= 2 and ranges[-1][1] - ranges[-1][0] < 2:
+        ranges[-2:] = [(ranges[-2][0], ranges[-1][1])]
+    return ranges
 
 
 def _compound_children(node):

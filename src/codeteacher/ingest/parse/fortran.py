@@ -1,0 +1,360 @@
+"""Fortran parser: tree-sitter-fortran program units turned into code chunks (models.Chunk).
+
+Scientific codes often keep their numerical kernels in Fortran beside a C or C++ driver. Each
+subroutine, function and main program becomes a `function` chunk named as written, with its
+calls; a module's specification part (its variables, types and interfaces before `contains`)
+becomes a `namespace_block`, and the module names its procedures' namespace. Oversized units are
+cut at statement boundaries into `function_part` chunks, as C++ functions are.
+
+The grammar reads free form only. Fixed-form source (`.f`, `.for`, ...: comments marked in
+column 1, continuation in column 6) is rewritten line for line before parsing, so line numbers
+stay exact; a file whose layout is free form despite its extension is parsed as it is. Like the
+C++ parser, nothing here raises: a failure is counted in ParsedFile.failures.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from ...contracts.errors import describe
+from ...contracts.models import Chunk, ParsedFile
+from ...contracts.settings import ChunkSettings
+from ...index.layout import ChunkIds
+from .cpp import line_ranges
+
+FIXED_FORM_EXTENSIONS = {".f", ".for", ".ftn", ".f77", ".fpp"}
+_UNITS = {"subroutine": "subroutine_statement", "function": "function_statement",
+          "program": "program_statement", "module_procedure": "module_procedure_statement"}
+_CONTAINERS = {"translation_unit", "internal_procedures", "ERROR", "preproc_if",
+               "preproc_ifdef", "preproc_else", "preproc_elif"}
+_MODULES = {"module": "module_statement", "submodule": "submodule_statement"}
+# Blocks whose statements are cut points when one statement alone is longer than a chunk.
+_BLOCKS = {"do_loop", "if_statement", "elseif_clause", "else_clause", "select_case_statement",
+           "case_statement", "where_statement", "block_construct", "associate_statement"}
+_BANNER = re.compile(r"copyright|licen[cs]e|spdx-|all rights reserved|warranty", re.I)
+_INCLUDE = re.compile(r"""^[ \t]*#?[ \t]*include[ \t]*["'<]([^"'>]+)["'>]""", re.I | re.M)
+_COMMENT_MARK = re.compile(r"^[ \t]*(?:[!*]+|[cC](?=\s|$|[-=*#!])[-=*#!]*)[ \t]?")
+
+_PARSER = None
+
+
+def _parser():
+    global _PARSER
+    if _PARSER is None:
+        import tree_sitter
+        import tree_sitter_fortran
+        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_fortran.language()))
+    return _PARSER
+
+
+def is_fixed_form(path: str, text: str) -> bool:
+    """Fixed form by extension, unless a statement starts in columns 1-5, which fixed form
+    reserves for comment markers and labels (many `.f` files are written in free form)."""
+    if PurePosixPath(path).suffix.lower() not in FIXED_FORM_EXTENSIONS:
+        return False
+    for line in text.split("\n"):
+        if not line.strip() or line[0] in "cC*!#" or line.startswith("\t"):
+            continue
+        head = line[:5]
+        if any(ch.isalpha() or ch in "&!" for ch in head) and not head.lstrip().startswith("!"):
+            return False
+    return True
+
+
+def free_form(text: str) -> str:
+    """Fixed-form source as free form, one output line per input line: column-1 comment
+    markers become `!`, and a continuation mark in column 6 becomes a trailing `&` on the last
+    statement line before it."""
+    out: list[str] = []
+    last = None
+    for line in text.split("\n"):
+        if not line.strip():
+            out.append(line)
+            continue
+        if line[0] in "cC*!":
+            out.append("!" + line[1:])
+            continue
+        if line.startswith("#") or line.lstrip().startswith("!"):
+            out.append(line)
+            continue
+        if not line.startswith("\t") and len(line) > 5 and line[5] not in " 0" \
+                and (line[:5].strip() == "" or line[:5].strip().isdigit()):
+            if last is not None:
+                out[last] += " &"
+            line = line[:5] + " " + line[6:]
+        out.append(line)
+        last = len(out) - 1
+    return "\n".join(out)
+
+
+def _is_rule(line: str) -> bool:
+    """A comment line of only markers and punctuation (`c-----`, `!****`, `c`)."""
+    return not any(ch.isalnum() for ch in _COMMENT_MARK.sub("", line, count=1))
+
+
+def _clean_comment(lines: list[str]) -> str:
+    """Comment text without its markers; rule lines, which only frame it, are dropped."""
+    return "\n".join(_COMMENT_MARK.sub("", ln, count=1).rstrip() for ln in lines
+                     if not _is_rule(ln)).strip()
+
+
+class _FortranFile:
+    def __init__(self, path, text, language, scope, file_sha, settings):
+        self.path, self.language, self.scope, self.file_sha = path, language, scope, file_sha
+        self.settings = settings or ChunkSettings()
+        self.lines = text.split("\n")
+        source = free_form(text) if is_fixed_form(path, text) else text
+        self.src = source.encode("utf-8", "replace")
+        self.ids = ChunkIds(path)
+        self.chunks: list[Chunk] = []
+        self.failures, self.failure = 0, ""
+
+    def run(self) -> ParsedFile:
+        tree = _parser().parse(self.src)
+        self.visit(tree.root_node, "")
+        errors = sum(1 for _ in _errors(tree.root_node)) if tree.root_node.has_error else 0
+        text = self.src.decode("utf-8", "replace")
+        return ParsedFile(path=self.path, chunks=self.chunks,
+                          includes=[m.group(1) for m in _INCLUDE.finditer(text)],
+                          leading_comment=self.leading_comment(), parse_errors=errors,
+                          failures=self.failures, failure=self.failure)
+
+    def fail(self, exc: Exception) -> None:
+        self.failures += 1
+        self.failure = self.failure or describe(exc)
+
+    def visit(self, node, namespace: str, outer: frozenset[str] = frozenset()) -> None:
+        """Units below `node`; `outer` holds the names declared by the enclosing module or
+        unit, visible inside (host association)."""
+        for child in node.named_children:
+            try:
+                if child.type in _UNITS:
+                    self.unit(child, namespace, outer)
+                elif child.type in _MODULES:
+                    self.module(child)
+                elif child.type in _CONTAINERS:
+                    self.visit(child, namespace, outer)
+            except Exception as exc:  # noqa: BLE001 - a construct's failure loses only it
+                self.fail(exc)
+
+    @staticmethod
+    def name_of(node, statement: str) -> str:
+        head = next((c for c in node.named_children if c.type == statement), None)
+        name = head.child_by_field_name("name") if head is not None else None
+        if name is None and head is not None:
+            name = next((c for c in head.named_children if c.type == "name"), None)
+        return name.text.decode("utf-8", "replace") if name is not None else ""
+
+    def module(self, node) -> None:
+        name = self.name_of(node, _MODULES[node.type])
+        body = [c for c in node.named_children if c.type != "internal_procedures"]
+        procs = next((c for c in node.named_children if c.type == "internal_procedures"), None)
+        end = procs.start_point.row if procs is not None else _last_line(node)
+        shared = self.declared(node)
+        self.add("namespace_block", self.comment_start(node), end, name=name,
+                 qualified_name=name, signature=self.first_line(node),
+                 comment=self.comment_before(node), calls=self.calls(body, shared))
+        if procs is not None:
+            self.visit(procs, name, shared)
+
+    def unit(self, node, namespace: str, outer: frozenset[str]) -> None:
+        name = self.name_of(node, _UNITS[node.type]) or "main"
+        start, end = self.comment_start(node), _last_line(node)
+        comment = self.comment_before(node) or self.comment_inside(node)
+        declared = outer | self.declared(node)
+        whole = self.add("function", start, end, name=name,
+                         qualified_name=f"{namespace}::{name}" if namespace else name,
+                         namespace=namespace, signature=self.first_line(node),
+                         comment=comment, calls=self.calls([node], declared))
+        if whole is not None and end - start + 1 > self.settings.max_chunk_lines:
+            self.split(whole, node, declared)
+        inner = next((c for c in node.named_children if c.type == "internal_procedures"), None)
+        if inner is not None:
+            self.visit(inner, namespace, declared)
+
+    def first_line(self, node) -> str:
+        """The unit's statement, continuation lines joined (`subroutine f(a, &` / `b)`)."""
+        row, parts = node.start_point.row, []
+        src_lines = self.src.decode("utf-8", "replace").split("\n")
+        while row < len(src_lines) and len(parts) < 8:
+            line = src_lines[row].split("!", 1)[0].rstrip()
+            parts.append(line.rstrip("&").strip())
+            if not line.endswith("&"):
+                break
+            row += 1
+        return " ".join(p for p in parts if p)[:400]
+
+    def comment_rows(self, node) -> list[int]:
+        """Rows of the comment run right above the unit (0-based), nearest last."""
+        rows, prev = [], node.prev_named_sibling
+        limit = node.start_point.row
+        while prev is not None and prev.type == "comment" and prev.end_point.row >= limit - 1:
+            rows.insert(0, prev.start_point.row)
+            limit = prev.start_point.row
+            prev = prev.prev_named_sibling
+        return rows
+
+    def own_comment_rows(self, node) -> list[int]:
+        """The comment run above the unit without a licence banner in front of it: the banner
+        ends at the first rule line (a comment with no letters or digits) after its last
+        licence word; with no such line the whole run is taken for the banner."""
+        rows = self.comment_rows(node)
+        banner = [i for i, r in enumerate(rows) if _BANNER.search(self.lines[r])]
+        if not banner:
+            return rows
+        after = rows[banner[-1] + 1:]
+        rules = [i for i, r in enumerate(after) if _is_rule(self.lines[r])]
+        return after[rules[0] + 1:] if rules else []
+
+    def comment_start(self, node) -> int:
+        rows = self.own_comment_rows(node)
+        return (rows[0] if rows else node.start_point.row) + 1
+
+    def comment_before(self, node) -> str:
+        return _clean_comment([self.lines[r] for r in self.own_comment_rows(node)])
+
+    def comment_inside(self, node) -> str:
+        """The comment run after the unit's statement, where Fortran often documents it."""
+        out = []
+        for child in node.named_children[1:]:
+            if child.type != "comment":
+                break
+            out.append(self.lines[child.start_point.row])
+        return _clean_comment(out)
+
+    def calls(self, nodes, declared: frozenset[str] = frozenset()) -> list[str]:
+        """Called names: every `call f(...)`, and each `f(...)` in an expression unless `f` is
+        declared here (array element and function reference share one syntax in Fortran)."""
+        out: dict[str, None] = {}
+        stack = list(nodes)
+        while stack and len(out) < 200:
+            n = stack.pop()
+            if n.type == "subroutine_call":
+                target = n.child_by_field_name("subroutine")
+                if target is not None:
+                    out[target.text.decode("utf-8", "replace")] = None
+            elif n.type == "call_expression" and n.named_child_count:
+                head = n.named_children[0]
+                name = head.text.decode("utf-8", "replace")
+                if head.type == "identifier" and name.lower() not in declared:
+                    out[name] = None
+            stack.extend(reversed(n.named_children))
+        return list(out)
+
+    @staticmethod
+    def declared(node) -> frozenset[str]:
+        """Lower-case names of the unit's dummy arguments and of the variables it declares,
+        not descending into contained procedures."""
+        names: set[str] = set()
+        stack = list(node.named_children)
+        while stack:
+            n = stack.pop()
+            if n.type in ("internal_procedures",) or n.type in _UNITS:
+                continue
+            if n.type == "parameters":
+                names.update(c.text.decode("utf-8", "replace").lower()
+                             for c in n.named_children if c.type == "identifier")
+            elif n.type == "variable_declaration":
+                for d in n.children_by_field_name("declarator"):
+                    ident = d if d.type == "identifier" else (
+                        d.child_by_field_name("left") or next(
+                            (c for c in d.named_children if c.type == "identifier"), None))
+                    if ident is not None and ident.type == "identifier":
+                        names.add(ident.text.decode("utf-8", "replace").lower())
+                continue
+            stack.extend(n.named_children)
+        return frozenset(names)
+
+    def split(self, whole: Chunk, node, declared: frozenset[str]) -> None:
+        """Cut an oversized unit at statement boundaries into linked function_part chunks."""
+        limit, cuts = self.settings.max_chunk_lines, set()
+
+        def collect(block, depth):
+            for st in block.named_children:
+                cuts.add(st.start_point.row + 1)
+                if depth < 3 and st.type in _BLOCKS and \
+                        st.end_point.row - st.start_point.row + 1 > limit:
+                    collect(st, depth + 1)
+
+        collect(node, 0)
+        ranges = line_ranges(whole.start_line, whole.end_line, cuts, limit)
+        if len(ranges) < 2:
+            return
+        n = len(ranges)
+        for i, (a, b) in enumerate(ranges, 1):
+            self.add("function_part", a, b, name=f"{whole.name} (part {i}/{n})",
+                     qualified_name=whole.qualified_name, namespace=whole.namespace,
+                     signature=whole.signature, parent_id=whole.id, part=i, parts=n,
+                     calls=self.calls(_within(node, a - 1, b - 1), declared))
+
+    def add(self, kind, start, end, **fields) -> Chunk | None:
+        text = "\n".join(self.lines[start - 1: end])
+        if len(text.strip()) < self.settings.min_chunk_chars:
+            return None
+        cid = self.ids.new(kind, str(fields.get("qualified_name") or fields.get("name")), start)
+        chunk = Chunk(id=cid, path=self.path, kind=kind, start_line=start, end_line=end,
+                      text=text, language=self.language, scope=self.scope,
+                      file_sha=self.file_sha, **fields)
+        self.chunks.append(chunk)
+        return chunk
+
+    def leading_comment(self) -> str:
+        """The file's first comment run that is not a licence banner."""
+        runs, run = [], []
+        for line in self.lines[:200]:
+            if _COMMENT_MARK.match(line) and (line[:1] in "cC*!" or line.lstrip().startswith("!")):
+                run.append(line)
+            elif line.strip():
+                break
+            elif run:
+                runs.append(run)
+                run = []
+        if run:
+            runs.append(run)
+        for r in runs:
+            if not any(_BANNER.search(ln) for ln in r):
+                return _clean_comment(r)[:2000]
+        return ""
+
+
+def _last_line(node) -> int:
+    """The 1-based last line of a node; a statement's node ends after its newline."""
+    row, col = node.end_point
+    return row + 1 if col > 0 or row == node.start_point.row else row
+
+
+def _errors(node):
+    if node.type == "ERROR" or node.is_missing:
+        yield node
+        return
+    for c in node.children:
+        yield from _errors(c)
+
+
+def _within(node, first_row: int, last_row: int) -> list:
+    """The descendants of `node` that lie inside rows [first_row, last_row], outermost only."""
+    out, stack = [], list(node.named_children)
+    while stack:
+        n = stack.pop()
+        if n.end_point.row < first_row or n.start_point.row > last_row:
+            continue
+        if n.start_point.row >= first_row and n.end_point.row <= last_row:
+            out.append(n)
+        else:
+            stack.extend(n.named_children)
+    return out
+
+
+def parse_fortran(path: str, text: str, *, language: str = "fortran", scope: str = "other",
+                  file_sha: str = "", settings: ChunkSettings | None = None) -> ParsedFile:
+    """Chunks and file facts of one Fortran file. Never raises: returns what it could, with
+    the failure counted in ParsedFile.failures."""
+    fp = None
+    try:
+        fp = _FortranFile(path, text, language, scope, file_sha, settings)
+        return fp.run()
+    except Exception as exc:  # noqa: BLE001 - a parser must never take the pipeline down
+        if fp is None:
+            return ParsedFile(path=path, chunks=[], failures=1, failure=describe(exc))
+        fp.fail(exc)
+        return ParsedFile(path=path, chunks=fp.chunks, failures=fp.failures, failure=fp.failure)
