@@ -18,6 +18,7 @@ from ...contracts.errors import describe
 from ...contracts.models import Chunk, ParsedFile
 from ...contracts.settings import ChunkSettings
 from ...index.layout import ChunkIds
+from . import parse_guarded
 
 HEADER_EXTENSIONS = {".h", ".hh", ".hpp", ".hxx", ".h++", ".cuh", ".inl", ".tpp", ".ipp", ".tcc"}
 _CLASS_KINDS = {"class_specifier": "class", "struct_specifier": "struct",
@@ -753,12 +754,4 @@ def parse_cpp(path: str, text: str, *, language: str = "cpp", scope: str = "othe
               file_sha: str = "", settings: ChunkSettings | None = None) -> ParsedFile:
     """Chunks and file facts of one C/C++/CUDA file. Never raises: returns what it could, with
     the failure counted in ParsedFile.failures."""
-    fp = None
-    try:
-        fp = _FileParser(path, text, language, scope, file_sha, settings)
-        return fp.run()
-    except Exception as exc:  # noqa: BLE001 - a parser must never take the pipeline down
-        if fp is None:
-            return ParsedFile(path=path, chunks=[], failures=1, failure=describe(exc))
-        fp.fail(exc)
-        return ParsedFile(path=path, chunks=fp.chunks, failures=fp.failures, failure=fp.failure)
+    return parse_guarded(path, lambda: _FileParser(path, text, language, scope, file_sha, settings))

@@ -20,6 +20,7 @@ from ...contracts.errors import describe
 from ...contracts.models import Chunk, ParsedFile
 from ...contracts.settings import ChunkSettings
 from ...index.layout import ChunkIds
+from . import parse_guarded
 from .cpp import line_ranges
 
 FIXED_FORM_EXTENSIONS = {".f", ".for", ".ftn", ".f77", ".fpp"}
@@ -349,12 +350,4 @@ def parse_fortran(path: str, text: str, *, language: str = "fortran", scope: str
                   file_sha: str = "", settings: ChunkSettings | None = None) -> ParsedFile:
     """Chunks and file facts of one Fortran file. Never raises: returns what it could, with
     the failure counted in ParsedFile.failures."""
-    fp = None
-    try:
-        fp = _FortranFile(path, text, language, scope, file_sha, settings)
-        return fp.run()
-    except Exception as exc:  # noqa: BLE001 - a parser must never take the pipeline down
-        if fp is None:
-            return ParsedFile(path=path, chunks=[], failures=1, failure=describe(exc))
-        fp.fail(exc)
-        return ParsedFile(path=path, chunks=fp.chunks, failures=fp.failures, failure=fp.failure)
+    return parse_guarded(path, lambda: _FortranFile(path, text, language, scope, file_sha, settings))
