@@ -5,7 +5,34 @@ from __future__ import annotations
 from typing import Callable
 
 from ...contracts.errors import describe
-from ...contracts.models import ParsedFile
+from ...contracts.models import Chunk, ParsedFile
+from ...contracts.settings import ChunkSettings
+from ...index.layout import ChunkIds
+
+
+class ChunkWriter:
+    """What the code parsers share: the file's fields, its lines, its chunks with their ids,
+    the failure count, and `add`, which makes one chunk of lines start..end (1-based)."""
+
+    def __init__(self, path: str, text: str, language: str, scope: str, file_sha: str,
+                 settings: ChunkSettings | None):
+        self.path, self.language, self.scope, self.file_sha = path, language, scope, file_sha
+        self.settings = settings or ChunkSettings()
+        self.lines = text.split("\n")
+        self.ids = ChunkIds(path)
+        self.chunks: list[Chunk] = []
+        self.failures, self.failure = 0, ""
+
+    def add(self, kind, start, end, **fields) -> Chunk | None:
+        text = "\n".join(self.lines[start - 1: end])
+        if len(text.strip()) < self.settings.min_chunk_chars:
+            return None
+        cid = self.ids.new(kind, str(fields.get("qualified_name") or fields.get("name")), start)
+        chunk = Chunk(id=cid, path=self.path, kind=kind, start_line=start, end_line=end,
+                      text=text, language=self.language, scope=self.scope,
+                      file_sha=self.file_sha, **fields)
+        self.chunks.append(chunk)
+        return chunk
 
 
 def parse_guarded(path: str, make: Callable) -> ParsedFile:

@@ -17,8 +17,7 @@ from typing import NamedTuple
 from ...contracts.errors import describe
 from ...contracts.models import Chunk, ParsedFile
 from ...contracts.settings import ChunkSettings
-from ...index.layout import ChunkIds
-from . import parse_guarded
+from . import ChunkWriter, parse_guarded
 
 HEADER_EXTENSIONS = {".h", ".hh", ".hpp", ".hxx", ".h++", ".cuh", ".inl", ".tpp", ".ipp", ".tcc"}
 _CLASS_KINDS = {"class_specifier": "class", "struct_specifier": "struct",
@@ -46,6 +45,7 @@ _OPERATOR_TOKEN = re.compile(rb"operator\s*[^\s\w(]{1,3}")
 _INCLUDE_LINE = re.compile(rb"^[ \t]*(#)[ \t]*include\b", re.M)
 _LAUNCH = re.compile(rb"([A-Za-z_][\w:]*)[ \t]*(?:<[^<>;{}]*>)?[ \t]*<<<")
 _MACRO_NAME = re.compile(r"_*[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_ALL_CAPS = re.compile(r"[A-Z][A-Z0-9_]*")
 _PAREN_MACRO = re.compile(rb"__launch_bounds__[ \t]*\([^()\n]*\)")
 _SEPARATE_MACRO = re.compile(r"(\[\[.*\]\]|[A-Z_][A-Z0-9_]*(\s*\(.*\))?|__\w+__(\s*\(.*\))?)")
 
@@ -137,12 +137,10 @@ class _Ctx(NamedTuple):
     friend: bool = False
 
 
-class _FileParser:
+class _FileParser(ChunkWriter):
     def __init__(self, path, text, language, scope, file_sha, settings):
-        self.path, self.language, self.scope, self.file_sha = path, language, scope, file_sha
-        self.settings = settings or ChunkSettings()
+        super().__init__(path, text, language, scope, file_sha, settings)
         self.is_header = posixpath.splitext(path)[1].lower() in HEADER_EXTENSIONS
-        self.lines = text.split("\n")
         self.src = text.encode("utf-8", "surrogateescape")
         clean = _CLASS_MACRO.sub(_blank, self.src)
         clean = _FN_MACRO.sub(_blank_fn_macro, clean)
@@ -153,12 +151,8 @@ class _FileParser:
             for row, (a, b) in enumerate(zip(self.src.split(b"\n"), self.clean.split(b"\n"))):
                 if a != b and not b.strip():
                     self.macro_rows.add(row)
-        self.chunks: list[Chunk] = []
-        self.ids = ChunkIds(path)
         self.namespaces_seen: set[str] = set()
         self.classes_seen: set[str] = set()
-        self.failures = 0
-        self.failure = ""
 
     # ---- text helpers ------------------------------------------------------------------
     def txt(self, node, clean=False) -> str:
@@ -410,7 +404,7 @@ class _FileParser:
         before = self.clean[max(0, name_node.start_byte - 40): name_node.start_byte].rstrip()
         if before.endswith(b"~") and not name.startswith("~"):
             name = "~" + name  # `MACRO ~A()` parses the tilde as an ERROR node
-        if fd.type == "function_declarator" and re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+        if fd.type == "function_declarator" and _ALL_CAPS.fullmatch(name):
             args = params.named_children if params is not None else []
             if args and all(a.type == "parameter_declaration"
                             and a.child_by_field_name("declarator") is None for a in args):
@@ -473,7 +467,7 @@ class _FileParser:
             if fd is None:
                 continue
             name = self.txt(fd.child_by_field_name("declarator") or fd)
-            if re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+            if _ALL_CAPS.fullmatch(name):
                 continue  # a macro such as a lambda macro, not a function
             head = fd.parent if fd.parent is not None and fd.parent.type in (
                 "parameter_declaration", "declaration", "field_declaration") else fd
@@ -583,17 +577,6 @@ class _FileParser:
         comment = "\n".join(clean_comment(self.txt(c)) for c in reversed(comments)).strip()
         return self.add(kind, start, self.end_line(node), comment=comment, **fields)
 
-    def add(self, kind, start, end, **fields) -> Chunk | None:
-        text = "\n".join(self.lines[start - 1: end])
-        if len(text.strip()) < self.settings.min_chunk_chars:
-            return None
-        cid = self.ids.new(kind, str(fields.get("qualified_name") or fields.get("name")), start)
-        chunk = Chunk(id=cid, path=self.path, kind=kind, start_line=start, end_line=end,
-                      text=text, language=self.language, scope=self.scope,
-                      file_sha=self.file_sha, **fields)
-        self.chunks.append(chunk)
-        return chunk
-
     def call_name(self, fn) -> str:
         """`foo`, `obj.bar` -> bar, `ns::baz`, `Cls<T>::f` -> Cls::f; macros (ALL_CAPS_X) -> '';
         `F77_FUNC(name, NAME)(...)`, a macro that spells a Fortran routine's linker name -> name."""
@@ -602,7 +585,7 @@ class _FileParser:
             first = args.named_children[0] if args is not None and args.named_children else None
             if head is None or head.type != "identifier" or first is None \
                     or first.type != "identifier" \
-                    or not re.fullmatch(r"[A-Z][A-Z0-9_]*", self.txt(head)):
+                    or not _ALL_CAPS.fullmatch(self.txt(head)):
                 return ""
             fn = first
         if fn.type == "field_expression":

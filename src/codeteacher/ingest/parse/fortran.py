@@ -19,8 +19,7 @@ from pathlib import PurePosixPath
 from ...contracts.errors import describe
 from ...contracts.models import Chunk, ParsedFile
 from ...contracts.settings import ChunkSettings
-from ...index.layout import ChunkIds
-from . import parse_guarded
+from . import ChunkWriter, parse_guarded
 from .cpp import line_ranges
 
 FIXED_FORM_EXTENSIONS = {".f", ".for", ".ftn", ".f77", ".fpp"}
@@ -99,24 +98,19 @@ def _clean_comment(lines: list[str]) -> str:
                      if not _is_rule(ln)).strip()
 
 
-class _FortranFile:
+class _FortranFile(ChunkWriter):
     def __init__(self, path, text, language, scope, file_sha, settings):
-        self.path, self.language, self.scope, self.file_sha = path, language, scope, file_sha
-        self.settings = settings or ChunkSettings()
-        self.lines = text.split("\n")
-        source = free_form(text) if is_fixed_form(path, text) else text
-        self.src = source.encode("utf-8", "replace")
-        self.ids = ChunkIds(path)
-        self.chunks: list[Chunk] = []
-        self.failures, self.failure = 0, ""
+        super().__init__(path, text, language, scope, file_sha, settings)
+        # What the grammar reads: free form, line for line the same as `lines`.
+        self.source = free_form(text) if is_fixed_form(path, text) else text
+        self.source_lines = self.source.split("\n")
 
     def run(self) -> ParsedFile:
-        tree = _parser().parse(self.src)
+        tree = _parser().parse(self.source.encode("utf-8", "replace"))
         self.visit(tree.root_node, "")
         errors = sum(1 for _ in _errors(tree.root_node)) if tree.root_node.has_error else 0
-        text = self.src.decode("utf-8", "replace")
         return ParsedFile(path=self.path, chunks=self.chunks,
-                          includes=[m.group(1) for m in _INCLUDE.finditer(text)],
+                          includes=[m.group(1) for m in _INCLUDE.finditer(self.source)],
                           leading_comment=self.leading_comment(), parse_errors=errors,
                           failures=self.failures, failure=self.failure)
 
@@ -152,16 +146,17 @@ class _FortranFile:
         procs = next((c for c in node.named_children if c.type == "internal_procedures"), None)
         end = procs.start_point.row if procs is not None else _last_line(node)
         shared = self.declared(node)
-        self.add("namespace_block", self.comment_start(node), end, name=name,
+        start, comment = self.comment_before(node)
+        self.add("namespace_block", start, end, name=name,
                  qualified_name=name, signature=self.first_line(node),
-                 comment=self.comment_before(node), calls=self.calls(body, shared))
+                 comment=comment, calls=self.calls(body, shared))
         if procs is not None:
             self.visit(procs, name, shared)
 
     def unit(self, node, namespace: str, outer: frozenset[str]) -> None:
         name = self.name_of(node, _UNITS[node.type]) or "main"
-        start, end = self.comment_start(node), _last_line(node)
-        comment = self.comment_before(node) or self.comment_inside(node)
+        (start, comment), end = self.comment_before(node), _last_line(node)
+        comment = comment or self.comment_inside(node)
         declared = outer | self.declared(node)
         whole = self.add("function", start, end, name=name,
                          qualified_name=f"{namespace}::{name}" if namespace else name,
@@ -176,9 +171,8 @@ class _FortranFile:
     def first_line(self, node) -> str:
         """The unit's statement, continuation lines joined (`subroutine f(a, &` / `b)`)."""
         row, parts = node.start_point.row, []
-        src_lines = self.src.decode("utf-8", "replace").split("\n")
-        while row < len(src_lines) and len(parts) < 8:
-            line = src_lines[row].split("!", 1)[0].rstrip()
+        while row < len(self.source_lines) and len(parts) < 8:
+            line = self.source_lines[row].split("!", 1)[0].rstrip()
             parts.append(line.rstrip("&").strip())
             if not line.endswith("&"):
                 break
@@ -207,12 +201,11 @@ class _FortranFile:
         rules = [i for i, r in enumerate(after) if _is_rule(self.lines[r])]
         return after[rules[0] + 1:] if rules else []
 
-    def comment_start(self, node) -> int:
+    def comment_before(self, node) -> tuple[int, str]:
+        """The unit's first line (its own comment included) and that comment's text."""
         rows = self.own_comment_rows(node)
-        return (rows[0] if rows else node.start_point.row) + 1
-
-    def comment_before(self, node) -> str:
-        return _clean_comment([self.lines[r] for r in self.own_comment_rows(node)])
+        return ((rows[0] if rows else node.start_point.row) + 1,
+                _clean_comment([self.lines[r] for r in rows]))
 
     def comment_inside(self, node) -> str:
         """The comment run after the unit's statement, where Fortran often documents it."""
@@ -287,17 +280,6 @@ class _FortranFile:
                      qualified_name=whole.qualified_name, namespace=whole.namespace,
                      signature=whole.signature, parent_id=whole.id, part=i, parts=n,
                      calls=self.calls(_within(node, a - 1, b - 1), declared))
-
-    def add(self, kind, start, end, **fields) -> Chunk | None:
-        text = "\n".join(self.lines[start - 1: end])
-        if len(text.strip()) < self.settings.min_chunk_chars:
-            return None
-        cid = self.ids.new(kind, str(fields.get("qualified_name") or fields.get("name")), start)
-        chunk = Chunk(id=cid, path=self.path, kind=kind, start_line=start, end_line=end,
-                      text=text, language=self.language, scope=self.scope,
-                      file_sha=self.file_sha, **fields)
-        self.chunks.append(chunk)
-        return chunk
 
     def leading_comment(self) -> str:
         """The file's first comment run that is not a licence banner."""
