@@ -54,6 +54,11 @@ end module stream_kernels
 program driver
   use stream_kernels
   call copy_kernel()
+  call report()
+contains
+  subroutine report()
+    call print_summary()
+  end subroutine report
 end program driver
 """
 
@@ -91,7 +96,7 @@ def test_free_form_modules_name_their_procedures_and_hold_their_declarations():
     assert pf.failures == 0 and pf.parse_errors == 0
     units = _by_name(pf)
     assert set(units) == {"stream_kernels", "stream_kernels::copy_kernel",
-                          "stream_kernels::triad_value", "driver"}
+                          "stream_kernels::triad_value", "driver", "report"}
     head = units["stream_kernels"]
     assert head.kind == "namespace_block" and "allocatable :: A(:), B(:)" in head.text
     assert "subroutine copy_kernel" not in head.text
@@ -101,7 +106,9 @@ def test_free_form_modules_name_their_procedures_and_hold_their_declarations():
     # A and B are the module's arrays (host association), so only `size` is called.
     assert copy.calls == ["size"]
     assert units["stream_kernels::triad_value"].calls == ["scale_of"]
-    assert units["driver"].calls == ["copy_kernel"]
+    # A program's calls are its own statements', not those of the procedures it contains.
+    assert units["driver"].calls == ["copy_kernel", "report"]
+    assert units["report"].calls == ["print_summary"]
 
 
 def test_an_oversized_unit_is_cut_into_parts_at_statement_boundaries():

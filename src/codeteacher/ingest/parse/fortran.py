@@ -158,10 +158,13 @@ class _FortranFile(ChunkWriter):
         (start, comment), end = self.comment_before(node), _last_line(node)
         comment = comment or self.comment_inside(node)
         declared = outer | self.declared(node)
+        # Its own statements only: a contained procedure's calls are that procedure's (it is
+        # a unit of its own), as a module's head leaves out its procedures.
+        own = [c for c in node.named_children if c.type != "internal_procedures"]
         whole = self.add("function", start, end, name=name,
                          qualified_name=f"{namespace}::{name}" if namespace else name,
                          namespace=namespace, signature=self.first_line(node),
-                         comment=comment, calls=self.calls([node], declared))
+                         comment=comment, calls=self.calls(own, declared))
         if whole is not None and end - start + 1 > self.settings.max_chunk_lines:
             self.split(whole, node, declared)
         inner = next((c for c in node.named_children if c.type == "internal_procedures"), None)
@@ -220,7 +223,7 @@ class _FortranFile(ChunkWriter):
         """Called names: every `call f(...)`, and each `f(...)` in an expression unless `f` is
         declared here (array element and function reference share one syntax in Fortran)."""
         out: dict[str, None] = {}
-        stack = list(nodes)
+        stack = list(reversed(nodes))  # popped from the end: source order
         while stack and len(out) < 200:
             n = stack.pop()
             if n.type == "subroutine_call":
