@@ -1909,3 +1909,41 @@ def test_a_build_script_answers_a_build_question_as_a_build_file(tmp_path):
     assert "level_match" not in why.get("run.sh", ""), why
     paths = [h.chunk.path for h in hits]
     assert "run.sh" not in paths or paths.index("build.sh") < paths.index("run.sh"), paths
+
+
+def test_a_lone_fortran_tree_leads_the_ports_made_from_it(tmp_path):
+    # The main code in src/ (beside docs/), two ports of it side by side under ports/. The
+    # first port dropped the main code's convergence report, so it has fewer words of its own
+    # in every file; yet src/ is the reference, and answers stay there.
+    from codeteacher.retrieval.ports import PortRules, _plainest, _port_plainness
+
+    def inner(extra: str) -> str:
+        return ("! Inner iterations: sweep until the flux converges.\n"
+                "subroutine inner(flux, df, n)\n  integer :: n, it\n  real(8) :: flux(n), df\n"
+                "  do it = 1, 100\n    call sweep(flux, n)\n    df = maxval(abs(flux))\n"
+                "    if (df < 1.0d-4) exit\n" + extra + "  end do\nend subroutine inner\n")
+
+    report = "    call report_convergence_history(it, df, outer_tolerance_ratio)\n"
+    files = {"docs/notes.md": "# Notes\n\nHow to run the solver.\n"}
+    for name in ("inner", "outer", "setup"):
+        main = inner(report).replace("inner", name)
+        files[f"src/{name}.f90"] = main
+        files[f"ports/lean/{name}.f90"] = inner("").replace("inner", name)
+        files[f"ports/offload/{name}.f90"] = main.replace(
+            "  do it", "  !$acc parallel loop\n  do it").replace(
+            "    call sweep", "    call offload_sweep_device_kernel_launch")
+    ix = index_of(tmp_path, files)
+    store = Engine.load(ix, Settings()).store
+    rs = Settings().retrieval
+    assert rs.enclosing_reference and rs.lone_reference
+    lone = PortRules(by_folder=True, enclosing=True, lone=True)
+    rank = _port_plainness(store, lone)
+    assert set(rank) == {"src", "ports/lean", "ports/offload"}  # Fortran files are port code
+    assert rank["src"][0] == 1.0 and rank["ports/lean"][0] == rank["ports/offload"][0] == 0.0
+    assert _plainest(store, "src/inner.f90", lone) == "src/inner.f90"
+    # Without the rule, the port with the fewest words of its own would lead.
+    assert _plainest(store, "src/inner.f90", PortRules(by_folder=True, enclosing=True)) \
+        == "ports/lean/inner.f90"
+    q = "How do the inner iterations decide that the flux has converged?"
+    shown = [h.chunk.path for h in Engine.load(ix, Settings()).search(q, k=3)]
+    assert shown[0] == "src/inner.f90" and not any(p.startswith("ports/") for p in shown[:2])

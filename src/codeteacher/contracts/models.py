@@ -14,6 +14,10 @@ SCHEMA_VERSION = 1
 Scope = Literal["src", "test", "example", "build", "docs", "generated", "other"]
 Category = Literal["code", "doc", "build", "script"]
 
+# Fortran source files, fixed and free form (compared lower-case: `.F90` is preprocessed
+# free form). Collection, the settings' code extensions and the port rules share this list.
+FORTRAN_EXT = (".f", ".for", ".ftn", ".f77", ".fpp", ".f90", ".f95", ".f03", ".f08")
+
 # Chunk kinds. Code kinds come from the C++ parser, the rest from the text chunkers or the
 # entity stage (entities are indexed as chunks of kind file/module/call_chain).
 CODE_KINDS = (

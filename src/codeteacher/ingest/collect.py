@@ -18,14 +18,13 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from ..contracts.errors import UserError
-from ..contracts.models import CollectReport, FileRecord
+from ..contracts.models import FORTRAN_EXT, CollectReport, FileRecord
 from ..contracts.settings import CollectSettings
 from ..index.files import RefusedFile, read_repo_file
 
 _LANG_BY_EXT = {
     ".c": "c", ".cu": "cuda", ".cuh": "cuda", ".hip": "hip",
-    ".f": "fortran", ".for": "fortran", ".ftn": "fortran", ".f77": "fortran", ".fpp": "fortran",
-    ".f90": "fortran", ".f95": "fortran", ".f03": "fortran", ".f08": "fortran",
+    **dict.fromkeys(FORTRAN_EXT, "fortran"),
     ".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text",
     ".tex": "latex",
     ".cmake": "cmake",

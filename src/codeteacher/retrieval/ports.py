@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
+from ..contracts.models import FORTRAN_EXT
 from ..index.lexical import tokenize
 from ..index.store import IndexStore
 from .query import CODE_EXT
@@ -35,14 +36,22 @@ class PortRules:
     enclosing: bool = False  # retrieval.enclosing_reference: a port above the others leads
     tie_plainest: bool = False  # retrieval.named_port_tie_plainest: of ports named alike, plainest
     enclosed_variants: bool = False  # retrieval.enclosed_variants: sub-folder copies are variants
+    lone: bool = False  # retrieval.lone_reference: a port without sibling ports leads
+
+
+# Fortran files are ports' code as C-family ones are (`src/` and a port folder of the same
+# Fortran files).
+PORT_EXT = frozenset(CODE_EXT + FORTRAN_EXT)
 
 
 @lru_cache(maxsize=50000)
 def _dialect_key(path: str) -> str | None:
     pp = PurePosixPath(path)
     suffix = pp.suffix.lower()
-    if suffix not in CODE_EXT:
+    if suffix not in PORT_EXT:
         return None
+    if suffix in FORTRAN_EXT:  # its own language: words of C and Fortran do not compare
+        return pp.stem.lower() + ".f"
     return pp.stem.lower() + (".h" if suffix in HEADER_EXT else ".c")
 
 
@@ -79,7 +88,7 @@ def family_key(store: IndexStore, path: str) -> str:
 
 @lru_cache(maxsize=50000)
 def is_code_name(name: str) -> bool:
-    return PurePosixPath(name).suffix.lower() in CODE_EXT
+    return PurePosixPath(name).suffix.lower() in PORT_EXT
 
 
 def mirrored(store: IndexStore, a: str, b: str, share: float) -> bool:
@@ -116,7 +125,7 @@ def _plainest(store: IndexStore, name: str, rules: PortRules = PortRules()) -> s
     family and loaded index."""
     name = family_key(store, name)
     cache = store.memo(f"plainest:{rules.by_folder}:{rules.device}:{rules.threads}:"
-                       f"{rules.reference}:{rules.enclosing}")
+                       f"{rules.reference}:{rules.enclosing}:{rules.lone}")
     if name not in cache:
         own = _own_words(store, name, rules.max_bytes)
         if rules.threads:
@@ -223,7 +232,9 @@ _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[float, ...]]:
     """Per folder holding members of same-named code families, larger is plainer: (1 when it
     lies above the folders of the other members in most of its families (`rules.enclosing`:
-    the main code at the top, its variants in sub-folders of it); 1 when its files carry the least device code per file of all such folders (`rules.device`, comments
+    the main code at the top, its variants in sub-folders of it; with `rules.lone`, also a
+    folder without sibling port folders against members that have some: src/ against
+    ports/a/); 1 when its files carry the least device code per file of all such folders (`rules.device`, comments
     left out), else 0; the share of its families in which its member has the fewest words of
     its own, equally plain members sharing the win; 1 when a word of its path says it is the
     reference (`rules.reference`: "ref", "serial"), which decides between ports the code
@@ -231,13 +242,20 @@ def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[floa
     is the serial or CPU version that device ports add offload code to (or strip features
     from: then it has more words of its own, but still no device code), and it is plainest in
     most of its files, even where one file of another port happens to be shorter."""
-    memo = store.memo(f"port_plainness:{rules.device}:{rules.reference}:{rules.enclosing}")
+    memo = store.memo(f"port_plainness:{rules.device}:{rules.reference}:{rules.enclosing}:"
+                      f"{rules.lone}")
     if not memo:
         wins: Counter = Counter()
         seen: Counter = Counter()
         device: Counter = Counter()
         encloses: Counter = Counter()
         pat = cue_pattern(rules.device) if rules.device else None
+        # A port folder without sibling port folders (src/ beside docs/ and ports/), against
+        # ports that sit among sibling ports (ports/a, ports/b): the code they were made from.
+        holding = {PurePosixPath(p).parent.as_posix() for n, ps in families(store).items()
+                   if len(ps) > 1 and is_code_name(n) for p in ps}
+        siblings = Counter(PurePosixPath(f).parent.as_posix() for f in holding)
+        alone = lambda f: siblings[PurePosixPath(f).parent.as_posix()] == 1  # noqa: E731
         for name, paths in families(store).items():
             if len(paths) < 2 or not is_code_name(name):
                 continue
@@ -252,7 +270,9 @@ def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[floa
                                           .splitlines() if pat.search(ln))
             folders = [PurePosixPath(p).parent.as_posix() for p in own]
             for f in folders:
-                if rules.enclosing and all(_encloses(f, g) for g in folders if g != f):
+                if rules.enclosing and all(_encloses(f, g) or (rules.lone and alone(f)
+                                                          and not alone(g))
+                                           for g in folders if g != f):
                     encloses[f] += 1
             # Members equally plain (identical copies, most often) share the win: a tie
             # broken by path would crown whichever folder sorts first.

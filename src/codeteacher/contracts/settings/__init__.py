@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from pydantic_core import PydanticCustomError
 
 from ..errors import UserError
+from ..models import FORTRAN_EXT
 from .evaluation import EvalSettings
 from .generation import GenerationSettings
 from .limits import LimitSettings
@@ -37,7 +38,7 @@ class CollectSettings(Section):
     code_extensions: list[str] = Field(
         default=[".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl", ".tpp",
                  ".cu", ".cuh", ".hip", ".ipp", ".tcc",
-                 ".f", ".for", ".ftn", ".f77", ".fpp", ".f90", ".f95", ".f03", ".f08"],
+                 *FORTRAN_EXT],
         description=("Extensions parsed as code: C/C++/CUDA by tree-sitter-cpp, Fortran (fixed "
                      "and free form, either case) by tree-sitter-fortran."))
     doc_extensions: list[str] = Field(

@@ -692,6 +692,11 @@ class RetrievalSettings(_S):
                                       "lies above the others' folders (the main code at the "
                                       "top, its variants in sub-folders: amr/, serial/) is the "
                                       "reference, before device code and plainness decide.")
+    lone_reference: bool = Field(default=True, description="With enclosing_reference, a port "
+                                 "folder that has no sibling port folders (src/ beside docs/ "
+                                 "and ports/) leads over ports that sit among sibling ports "
+                                 "(ports/a/, ports/b/): those were made from it. Level on 22 "
+                                 "sets, one Fortran code with a ports/ folder +0.21 @5.")
     enclosed_variants: bool = Field(default=True, description="A same-named file in a "
                                     "sub-folder of the plainest member's folder is a variant "
                                     "of it (a copy that adds features to the main code above "
