@@ -12,7 +12,8 @@ from ...index.layout import ChunkIds
 
 class ChunkWriter:
     """What the code parsers share: the file's fields, its lines, its chunks with their ids,
-    the failure count, and `add`, which makes one chunk of lines start..end (1-based)."""
+    the failure count with `fail`, and `add`, which makes one chunk of lines start..end
+    (1-based)."""
 
     def __init__(self, path: str, text: str, language: str, scope: str, file_sha: str,
                  settings: ChunkSettings | None):
@@ -22,6 +23,13 @@ class ChunkWriter:
         self.ids = ChunkIds(path)
         self.chunks: list[Chunk] = []
         self.failures, self.failure = 0, ""
+
+    def fail(self, exc: Exception, node=None) -> None:
+        """Count a construct lost to a parser failure; the first one is kept for the report."""
+        self.failures += 1
+        if not self.failure:
+            where = f"line {node.start_point.row + 1}: " if node is not None else ""
+            self.failure = where + describe(exc)
 
     def add(self, kind, start, end, **fields) -> Chunk | None:
         text = "\n".join(self.lines[start - 1: end])

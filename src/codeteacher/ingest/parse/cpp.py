@@ -14,7 +14,6 @@ import re
 import textwrap
 from typing import NamedTuple
 
-from ...contracts.errors import describe
 from ...contracts.models import Chunk, ParsedFile
 from ...contracts.settings import ChunkSettings
 from . import ChunkWriter, parse_guarded
@@ -191,13 +190,6 @@ class _FileParser(ChunkWriter):
         return ParsedFile(path=self.path, chunks=self.chunks, includes=includes,
                           leading_comment=leading, parse_errors=errors,
                           failures=self.failures, failure=self.failure)
-
-    def fail(self, exc: Exception, node=None) -> None:
-        """Count a construct lost to a parser failure; the first one is kept for the report."""
-        self.failures += 1
-        if not self.failure:
-            where = f"line {node.start_point.row + 1}: " if node is not None else ""
-            self.failure = where + describe(exc)
 
     def visit_children(self, node, ctx: _Ctx) -> None:
         children = node.named_children

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from ...contracts.errors import describe
 from ...contracts.models import Chunk, ParsedFile
 from ...contracts.settings import ChunkSettings
 from . import ChunkWriter, parse_guarded
@@ -114,10 +113,6 @@ class _FortranFile(ChunkWriter):
                           leading_comment=self.leading_comment(), parse_errors=errors,
                           failures=self.failures, failure=self.failure)
 
-    def fail(self, exc: Exception) -> None:
-        self.failures += 1
-        self.failure = self.failure or describe(exc)
-
     def visit(self, node, namespace: str, outer: frozenset[str] = frozenset()) -> None:
         """Units below `node`; `outer` holds the names declared by the enclosing module or
         unit, visible inside (host association)."""
@@ -142,8 +137,7 @@ class _FortranFile(ChunkWriter):
 
     def module(self, node) -> None:
         name = self.name_of(node, _MODULES[node.type])
-        body = [c for c in node.named_children if c.type != "internal_procedures"]
-        procs = next((c for c in node.named_children if c.type == "internal_procedures"), None)
+        body, procs = _own_and_contained(node)
         end = procs.start_point.row if procs is not None else _last_line(node)
         shared = self.declared(node)
         start, comment = self.comment_before(node)
@@ -158,16 +152,13 @@ class _FortranFile(ChunkWriter):
         (start, comment), end = self.comment_before(node), _last_line(node)
         comment = comment or self.comment_inside(node)
         declared = outer | self.declared(node)
-        # Its own statements only: a contained procedure's calls are that procedure's (it is
-        # a unit of its own), as a module's head leaves out its procedures.
-        own = [c for c in node.named_children if c.type != "internal_procedures"]
+        own, inner = _own_and_contained(node)
         whole = self.add("function", start, end, name=name,
                          qualified_name=f"{namespace}::{name}" if namespace else name,
                          namespace=namespace, signature=self.first_line(node),
                          comment=comment, calls=self.calls(own, declared))
         if whole is not None and end - start + 1 > self.settings.max_chunk_lines:
             self.split(whole, node, declared)
-        inner = next((c for c in node.named_children if c.type == "internal_procedures"), None)
         if inner is not None:
             self.visit(inner, namespace, declared)
 
@@ -301,6 +292,13 @@ class _FortranFile(ChunkWriter):
             if not any(_BANNER.search(ln) for ln in r):
                 return _clean_comment(r)[:2000]
         return ""
+
+
+def _own_and_contained(node) -> tuple[list, object]:
+    """A module's or unit's own statements, and its `contains` part (None without one): the
+    procedures there are units of their own, so their calls are not the container's."""
+    own = [c for c in node.named_children if c.type != "internal_procedures"]
+    return own, next((c for c in node.named_children if c.type == "internal_procedures"), None)
 
 
 def _last_line(node) -> int:
