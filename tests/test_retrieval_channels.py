@@ -1947,3 +1947,41 @@ def test_a_lone_fortran_tree_leads_the_ports_made_from_it(tmp_path):
     q = "How do the inner iterations decide that the flux has converged?"
     shown = [h.chunk.path for h in Engine.load(ix, Settings()).search(q, k=3)]
     assert shown[0] == "src/inner.f90" and not any(p.startswith("ports/") for p in shown[:2])
+
+
+def test_fortran_directives_are_device_code_and_fortran_comments_are_not(tmp_path):
+    # Two Fortran ports side by side: the OpenACC one offloads its loops with `!$acc`
+    # directives (free form) and `c$acc` (fixed form) and dropped the reference's checks, so
+    # it has fewer words of its own; the CPU reference only mentions directives in comments.
+    from codeteacher.retrieval.ports import PortRules, _code_text, _plainest, _port_plainness
+
+    check = "  if (abs(total - expected_total) > tol) call report_checksum_failure(total)\n"
+    files = {
+        "cpu/lookup.f90": "! The OpenACC port adds !$acc parallel loop here.\n"
+                          "subroutine lookup(x, n)\n  integer :: n, i\n  real(8) :: x(n), total\n"
+                          "  do i = 1, n\n    x(i) = 2.0d0 * x(i)  ! not !$acc kernels\n"
+                          "  end do\n  total = sum(x)\n" + check + "end subroutine lookup\n",
+        "acc/lookup.f90": "subroutine lookup(x, n)\n  integer :: n, i\n  real(8) :: x(n)\n"
+                          "  !$acc parallel loop\n  do i = 1, n\n    x(i) = 2.0d0 * x(i)\n"
+                          "  end do\nend subroutine lookup\n",
+        "cpu/smooth.f": "c     The OpenACC port puts c$acc kernels before this loop.\n"
+                        "      subroutine smooth(x, n)\n      integer n, i\n"
+                        "      real*8 x(n)\n      do 10 i = 2, n\n"
+                        "         x(i) = 0.5d0 * (x(i) + x(i - 1))\n   10 continue\n"
+                        "      call report_smoothing_done(n)\n      end\n",
+        "acc/smooth.f": "      subroutine smooth(x, n)\n      integer n, i\n      real*8 x(n)\n"
+                        "c$acc kernels\n      do 10 i = 2, n\n"
+                        "         x(i) = 0.5d0 * (x(i) + x(i - 1))\n   10 continue\n      end\n",
+    }
+    store = Engine.load(index_of(tmp_path, files), Settings()).store
+    assert "acc" not in _code_text(store, "cpu/lookup.f90", None).lower()
+    assert "c$acc kernels" not in _code_text(store, "cpu/smooth.f", None)
+    assert "c$acc kernels" in _code_text(store, "acc/smooth.f", None)
+    assert "!$acc parallel loop" in _code_text(store, "acc/lookup.f90", None)
+    device = PortRules(by_folder=True, device=Settings().retrieval.device_constructs)
+    rank = _port_plainness(store, device)
+    assert rank["cpu"][1] == 1.0 and rank["acc"][1] == 0.0  # device lines per file: 0 vs 1
+    assert _plainest(store, "acc/lookup.f90", device) == "cpu/lookup.f90"
+    assert _plainest(store, "acc/smooth.f", device) == "cpu/smooth.f"
+    # By words of their own alone, the OpenACC port would lead.
+    assert _plainest(store, "acc/lookup.f90", PortRules(by_folder=True)) == "acc/lookup.f90"

@@ -5,6 +5,7 @@ Stages exchange these as JSON/JSONL files, so each model round-trips through
 """
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -17,6 +18,23 @@ Category = Literal["code", "doc", "build", "script"]
 # Fortran source files, fixed and free form (compared lower-case: `.F90` is preprocessed
 # free form). Collection, the settings' code extensions and the port rules share this list.
 FORTRAN_EXT = (".f", ".for", ".ftn", ".f77", ".fpp", ".f90", ".f95", ".f03", ".f08")
+FIXED_FORM_EXTENSIONS = {".f", ".for", ".ftn", ".f77", ".fpp"}
+
+
+def is_fixed_form(path: str, text: str) -> bool:
+    """Fixed form by extension, unless a statement starts in columns 1-5, which fixed form
+    reserves for comment markers and labels (many `.f` files are written in free form).
+    The Fortran parser rewrites such a file as free form; the port rules read its comments."""
+    if PurePosixPath(path).suffix.lower() not in FIXED_FORM_EXTENSIONS:
+        return False
+    for line in text.split("\n"):
+        if not line.strip() or line[0] in "cC*!#" or line.startswith("\t"):
+            continue
+        head = line[:5]
+        if any(ch.isalpha() or ch in "&!" for ch in head) and not head.lstrip().startswith("!"):
+            return False
+    return True
+
 
 # Chunk kinds. Code kinds come from the C++ parser, the rest from the text chunkers or the
 # entity stage (entities are indexed as chunks of kind file/module/call_chain).

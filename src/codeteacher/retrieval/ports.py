@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
-from ..contracts.models import FORTRAN_EXT
+from ..contracts.models import FORTRAN_EXT, is_fixed_form
 from ..index.lexical import tokenize
 from ..index.store import IndexStore
 from .query import CODE_EXT
@@ -227,6 +227,11 @@ def _port_namer(store: IndexStore, members: list[str], asked: set[str],
 
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+# Fortran comments run from "!" to the end of the line, and in fixed form a "c", "C" or "*"
+# in column 1 opens a comment line; "!$" (or "c$", "*$" in column 1) opens a directive
+# (`!$omp`, `!$acc`), which is code.
+_FORTRAN_COMMENT = re.compile(r"!(?!\$)[^\n]*")
+_FIXED_COMMENT_LINE = re.compile(r"^[cC*!](?!\$)[^\n]*", re.M)
 
 
 def _port_plainness(store: IndexStore, rules: PortRules) -> dict[str, tuple[float, ...]]:
@@ -296,7 +301,12 @@ def _encloses(a: str, b: str) -> bool:
 
 def _code_text(store: IndexStore, path: str, max_bytes: int | None) -> str:
     """The file's text with its comments left out: a commented-out call is no code."""
-    return _COMMENT.sub(" ", _file_text(store, path, max_bytes))
+    text = _file_text(store, path, max_bytes)
+    if PurePosixPath(path).suffix.lower() not in FORTRAN_EXT:
+        return _COMMENT.sub(" ", text)
+    if is_fixed_form(path, text):
+        text = _FIXED_COMMENT_LINE.sub(" ", text)
+    return _FORTRAN_COMMENT.sub(" ", text)
 
 
 def _file_text(store: IndexStore, path: str, max_bytes: int | None) -> str:

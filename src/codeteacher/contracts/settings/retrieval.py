@@ -675,14 +675,17 @@ class RetrievalSettings(_S):
                     "names one is about device threads, so thread_cue does not apply.")
     thread_constructs: Regex = Field(
         default=r"#\s*pragma\s+omp\b|\bomp_\w+\s*\(|\bstd::(thread|jthread|async)\b|"
-                r"\bpthread_\w+|\btbb::",
-        description="Code that runs CPU threads: OpenMP, std::thread, pthreads, TBB.")
+                r"\bpthread_\w+|\btbb::|(?im:^[ \t]*[!*c]\$omp\b)",
+        description="Code that runs CPU threads: OpenMP (C pragmas and Fortran directives), "
+                    "std::thread, pthreads, TBB.")
     device_constructs: Regex = Field(
         default=r"#\s*pragma\s+(omp\s+(target|declare\s+target)|acc)\b|\b__global__\b|"
                 r"\b__device__\b|<<<|\b__syncthreads\b|\bcuda[A-Z]\w+\s*\(|"
                 r"\bhip[A-Z]\w+\s*\(|\bcl[A-Z][A-Za-z]+\s*\(|\bsycl::|\bKokkos::|\bRAJA::|"
-                r"\bthrust::",
-        description="Device or portability-layer code (offload pragmas, GPU kernels and "
+                r"\bthrust::|(?im:^[ \t]*[!*c]\$(omp\s+(target|declare\s+target)|acc|cuf)\b)|"
+                r"(?i:\battributes\s*\(\s*(global|device)\b)",
+        description="Device or portability-layer code (offload pragmas and Fortran "
+                    "directives, CUDA Fortran attributes, GPU kernels and "
                     "launches, CUDA/HIP/OpenCL calls, SYCL/Kokkos/RAJA/Thrust): with "
                     "plainest_port, the port folders with the fewest such lines per file come "
                     "first. A CPU reference that device ports were stripped from has more "

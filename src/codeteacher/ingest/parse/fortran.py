@@ -16,12 +16,11 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from ...contracts.models import Chunk, ParsedFile
+from ...contracts.models import Chunk, ParsedFile, is_fixed_form
 from ...contracts.settings import ChunkSettings
 from . import ChunkWriter, parse_guarded
 from .cpp import line_ranges
 
-FIXED_FORM_EXTENSIONS = {".f", ".for", ".ftn", ".f77", ".fpp"}
 _UNITS = {"subroutine": "subroutine_statement", "function": "function_statement",
           "program": "program_statement", "module_procedure": "module_procedure_statement"}
 _CONTAINERS = {"translation_unit", "internal_procedures", "ERROR", "preproc_if",
@@ -44,20 +43,6 @@ def _parser():
         import tree_sitter_fortran
         _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_fortran.language()))
     return _PARSER
-
-
-def is_fixed_form(path: str, text: str) -> bool:
-    """Fixed form by extension, unless a statement starts in columns 1-5, which fixed form
-    reserves for comment markers and labels (many `.f` files are written in free form)."""
-    if PurePosixPath(path).suffix.lower() not in FIXED_FORM_EXTENSIONS:
-        return False
-    for line in text.split("\n"):
-        if not line.strip() or line[0] in "cC*!#" or line.startswith("\t"):
-            continue
-        head = line[:5]
-        if any(ch.isalpha() or ch in "&!" for ch in head) and not head.lstrip().startswith("!"):
-            return False
-    return True
 
 
 def free_form(text: str) -> str:
