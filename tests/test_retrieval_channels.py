@@ -1985,3 +1985,86 @@ def test_fortran_directives_are_device_code_and_fortran_comments_are_not(tmp_pat
     assert _plainest(store, "acc/smooth.f", device) == "cpu/smooth.f"
     # By words of their own alone, the OpenACC port would lead.
     assert _plainest(store, "acc/lookup.f90", PortRules(by_folder=True)) == "acc/lookup.f90"
+
+
+def _versions_repo() -> dict[str, str]:
+    """One program in three languages, side by side (c/, cpp/, fortran/), each with a serial
+    and an MPI version; the MPI exchange is written in all three."""
+    step_c = ("// Advances the state one time step with a three-stage Runge-Kutta scheme.\n"
+              "void {f}(double* state, double* tend, int n, double dt) {{\n"
+              "  for (int stage = 0; stage < 3; ++stage)\n"
+              "    for (int i = 0; i < n; ++i) state[i] += dt / (3 - stage) * tend[i];\n}}\n")
+    halo_c = ("// Exchanges the halo cells with the left and right MPI ranks.\n"
+              "void exchange_halo(double* state, int n, int left, int right) {\n"
+              "  MPI_Sendrecv(state, 2, MPI_DOUBLE, left, 0, state + n, 2, MPI_DOUBLE, right, 0,\n"
+              "               MPI_COMM_WORLD, MPI_STATUS_IGNORE);\n}\n")
+    step_f = ("! Advances the state one time step with a three-stage Runge-Kutta scheme.\n"
+              "subroutine {f}(state, tend, n, dt)\n  integer :: n, stage\n"
+              "  real(8) :: state(n), tend(n), dt\n  do stage = 1, 3\n"
+              "    state = state + dt / (4 - stage) * tend\n  end do\nend subroutine {f}\n")
+    halo_f = ("! Exchanges the halo cells with the left and right MPI ranks.\n"
+              "subroutine exchange_halo(state, n, left, right)\n  integer :: n, left, right, ierr\n"
+              "  real(8) :: state(n)\n  call MPI_Sendrecv(state, 2, MPI_DOUBLE_PRECISION, left, 0, "
+              "state, 2, &\n    MPI_DOUBLE_PRECISION, right, 0, MPI_COMM_WORLD, "
+              "MPI_STATUS_IGNORE, ierr)\nend subroutine exchange_halo\n")
+    files = {"README.md": "# Weather mini-app\n\nThe same model in C, C++ and Fortran.\n"}
+    for lang, ext in (("c", "cpp"), ("cpp", "cpp"), ("fortran", "F90")):
+        for app in ("weather_serial", "weather_mpi"):
+            if ext == "F90":
+                body = step_f.format(f="time_step") + (halo_f if "mpi" in app else "")
+            else:
+                body = step_c.format(f="time_step") + (halo_c if "mpi" in app else "")
+            files[f"{lang}/{app}.{ext}"] = body
+    return files
+
+
+def test_a_question_that_names_a_language_version_is_answered_from_it(tmp_path):
+    # "The Fortran version", "the C++ version" and "the C code" name fortran/, cpp/ and c/
+    # (a lone C and "C++" through retrieval.language_words); the other versions follow.
+    from codeteacher.retrieval.ports import language_words, variant_folders
+
+    ix = index_of(tmp_path, _versions_repo())
+    on = Settings()
+    assert on.retrieval.named_versions
+    store = Engine.load(ix, on).store
+    assert variant_folders(store, 2)["fortran"] == ("c", "cpp", "fortran")
+    assert language_words("In the C++ version, how", on.retrieval.language_words) == \
+        ["cpp", "cxx", "c++"]
+    assert language_words("How does the C code", on.retrieval.language_words) == ["c"]
+    off = on.model_copy(deep=True)
+    off.retrieval.named_versions = False
+    for q, folder in (("How does the Fortran version advance one time step?", "fortran/"),
+                      ("In the C++ version, how is one time step advanced?", "cpp/"),
+                      ("How does the C code advance the state by one time step?", "c/")):
+        shown = [h.chunk.path for h in Engine.load(ix, on).search(q, k=4)]
+        assert all(p.startswith(folder) for p in shown[:2]), (q, shown)
+        more = Engine.load(ix, on).search(q, k=12)
+        later = [i for i, h in enumerate(more)
+                 if any("a version the question does not name" in w for w in h.why)]
+        assert later and all(not more[i].chunk.path.startswith(folder) for i in later)
+        others = tuple(f for f in ("c/", "cpp/", "fortran/") if f != folder)
+        assert not any((more[i].chunk.path + "/").startswith(others) for i in range(later[0]))
+        before = [h.chunk.path for h in Engine.load(ix, off).search(q, k=4)]
+        assert any((p + "/").startswith(others) for p in before[:4]), (q, before)
+
+
+def test_a_word_every_version_uses_names_no_version(tmp_path):
+    # An mpi/ version beside serial/ and omp/ ones that call MPI too: "across MPI ranks"
+    # asks how the program communicates, not for the mpi/ folder.
+    from codeteacher.retrieval.ports import _common_word, variant_folders
+
+    files = {}
+    for folder in ("mpi", "serial", "omp"):
+        for name in ("comm", "force", "setup"):
+            files[f"{folder}/{name}.cpp"] = (f"// The {name} step of the {folder} build.\n"
+                                             f"void {name}() {{ MPI_Barrier(MPI_COMM_WORLD); }}\n")
+    engine = Engine.load(index_of(tmp_path, files), Settings())
+    group = variant_folders(engine.store, 2)["mpi"]
+    assert group == ("mpi", "omp", "serial")
+    assert _common_word(engine.store, "mpi", "mpi", group, 0.25, None)
+    assert not _common_word(engine.store, "omp", "omp", group, 0.25, None)
+    hits = engine.search("How do the ranks exchange data across MPI ranks in the comm step?", k=6)
+    assert not any("does not name" in w for h in hits for w in h.why), [h.why for h in hits]
+    named = engine.search("How does the omp version run the comm step?", k=6)
+    assert named[0].chunk.path.startswith("omp/"), [h.chunk.path for h in named]
+    assert any("does not name" in w for h in named for w in h.why)

@@ -202,7 +202,7 @@ def _port_namer(store: IndexStore, members: list[str], asked: set[str],
     A folder word that the other members' texts typically use at least half as often names
     what every port does (MPI calls in each port's comm.cpp), not this port ("on MPI ranks" is
     no request for the mpi-spec/ port)."""
-    folders = {p: set(tokenize(PurePosixPath(p).parent.as_posix())) for p in members}
+    folders = {p: path_words(PurePosixPath(p).parent.as_posix()) for p in members}
     common = set.intersection(*folders.values())
     texts = _member_words(store, members[0], max_bytes)
 
@@ -451,8 +451,99 @@ def other_port(store: IndexStore, path: str, asked: set[str], rules: PortRules,
     whole = len(a) if rules.enclosing and _encloses(plain, folder) else len(a | b)
     if len(a & b) < max(min_shared, share * whole):
         return False
-    own = set(tokenize(folder)) - set(tokenize(plain))
+    own = path_words(folder) - path_words(plain)
     return not any(asks_for(f, asked) for f in own)
+
+
+def variant_folders(store: IndexStore, min_shared: int) -> dict[str, tuple[str, ...]]:
+    """Sibling folders that hold versions of one program, in any languages (`c/`, `cpp/` and
+    `fortran/` beside each other, each with its own app_serial and app_mpi): folder -> its
+    group, itself included. Two siblings are versions when the source files below them share
+    `min_shared` stems; extensions are not compared, so a C, a Fortran and a Julia version are
+    one group. No share of the folders is asked for: a version may carry a library of its
+    own (a vendored portability layer) that the others lack."""
+    memo = store.memo(f"variant_folders:{min_shared}")
+    if "groups" not in memo:
+        below: dict[str, set[str]] = {}
+        for i, r in enumerate(store.records):
+            if r.kind != "file" or r.scope != "src":
+                continue
+            pp = PurePosixPath(r.path)
+            # A header and a source of one stem are an interface and its implementation
+            # (include/x.h, src/x.cpp), not two versions: headers compare with headers.
+            key = pp.stem.lower() + (".h" if pp.suffix.lower() in HEADER_EXT else "")
+            for d in range(1, len(pp.parts)):
+                below.setdefault("/".join(pp.parts[:d]), set()).add(key)
+        kids: dict[str, list[str]] = {}
+        for f in below:
+            kids.setdefault(PurePosixPath(f).parent.as_posix(), []).append(f)
+
+        def versions(a: str, b: str) -> bool:
+            return len(below[a] & below[b]) >= min_shared
+        groups: dict[str, tuple[str, ...]] = {}
+        for folders in kids.values():
+            linked = tuple(sorted(f for f in folders if any(versions(f, g) for g in folders
+                                                              if g != f)))
+            if len(linked) >= 2:
+                groups.update((f, linked) for f in linked)
+        memo["groups"] = groups
+    return memo["groups"]
+
+
+def path_words(folder: str) -> set[str]:
+    """The words of a folder path as a question can name them: its tokens, and one-letter
+    names too (`c/` is the C version, named through `retrieval.language_words`)."""
+    return set(tokenize(folder)) | {w for w in re.findall(r"[a-z0-9+]+", folder.lower())
+                                    if len(w) == 1 or w.endswith("+")}
+
+
+def unnamed_variants_last(store: IndexStore, pool: list, asked: set[str], min_shared: int,
+                          common_share: float, max_bytes: int | None = None) -> list:
+    """A question that names some of a group of version folders ("in the Fortran version",
+    "the C code") is answered from them: picks from the group's other folders follow the
+    rest, in their order. A question that names none, or all, keeps the order."""
+    groups = variant_folders(store, min_shared)
+    if not groups:
+        return pool
+    named = {f for f, group in groups.items()
+             if any(asks_for(w, asked)
+                    and not _common_word(store, w, f, group, common_share, max_bytes)
+                    for w in path_words(PurePosixPath(f).name))}
+    if not named:
+        return pool
+    unnamed = {f for f, group in groups.items() if f not in named
+               and any(g in named for g in group)}
+    if not unnamed:
+        return pool
+    below = tuple(f + "/" for f in unnamed)
+    later = [c for c in pool if store.records[c.idx].path in unnamed  # (a folder's entity)
+             or store.records[c.idx].path.startswith(below)]
+    for c in later:
+        c.why.append("file of a version the question does not name (shown after the rest)")
+    return [c for c in pool if c not in later] + later
+
+
+def _common_word(store: IndexStore, word: str, folder: str, group: tuple[str, ...],
+                 share: float, max_bytes: int | None) -> bool:
+    """A folder word that `share` of the other versions' files use in their text names what
+    every version does ("across MPI ranks" is no request for the mpi-spec/ version when the
+    reference calls MPI too). Read only for the words a question names, once per index."""
+    memo = store.memo(f"common_word:{share}")
+    key = (word, folder)
+    if key not in memo:
+        pat = re.compile(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", re.I)
+        below = tuple(g + "/" for g in group if g != folder)
+        paths = [p for p in store.manifest.files if p.startswith(below)]
+        using = sum(1 for p in paths if pat.search(_file_text(store, p, max_bytes)))
+        memo[key] = bool(paths) and using >= share * len(paths)
+    return memo[key]
+
+
+def language_words(question: str, patterns: dict[str, list[str]]) -> list[str]:
+    """Folder words for the programming languages a question names in ways the tokenizer
+    loses ("C++", a lone "C"): `retrieval.language_words`, pattern -> words."""
+    return [w for pat, words in patterns.items() if cue_pattern(pat).search(question)
+            for w in words]
 
 
 def _folder_stems(store: IndexStore, folder: str) -> set[str]:

@@ -6,6 +6,7 @@ output show, so a surprising answer can be traced to its cause.
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +20,8 @@ from ..index.layout import node_chunk, sym_node
 from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
 from .literal import match_literals, match_numbers, numbers
-from .ports import PortRules, family_key, is_code_name, mirrored, other_port, plainest_twin
+from .ports import (PortRules, family_key, is_code_name, language_words, mirrored, other_port,
+                    plainest_twin, unnamed_variants_last)
 from .query import QueryAnalysis, analyze
 from .rerank import CODE as CODE_KINDS
 from .rerank import low_signal
@@ -631,6 +633,9 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                   [] if allowed is not None else
                   _file_caps(store, rs, question, qa.wanted, frozenset(qa.named_files)),
                   settings.rerank.trivial_lines if rs.skip_trivial_inner else 0)
+    # The question's words as they name port and version folders ("C++" names cpp/).
+    languages = language_words(question, rs.language_words)
+    folder_asks = qa.tokens + languages
     if rs.plainest_variant:
         asked = question.lower()
         threads = rs.thread_constructs if cue_pattern(rs.thread_cue).search(asked) and not \
@@ -639,11 +644,19 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                           rs.device_constructs, threads, rs.reference_port_cue,
                           rs.enclosing_reference, rs.named_port_tie_plainest,
                           rs.enclosed_variants, rs.lone_reference)
-        pool = plainest_variants(store, pool, qa.tokens, qvec, rules)
+        pool = plainest_variants(store, pool, folder_asks, qvec, rules)
         if rs.plainest_port and rs.other_port_share <= 1 and not threads:
             # (Not for a threads question: the port shown then runs threads, not the plainest.)
-            pool = other_ports_last(store, pool, qa.tokens, rules, rs.other_port_share,
+            pool = other_ports_last(store, pool, folder_asks, rules, rs.other_port_share,
                                     rs.other_port_min_shared, rs.other_port_docs_stay)
+    if rs.named_versions:
+        # The words as written: a stem abbreviates folder words by accident ("multipli", the
+        # stem of "multiply", holds m-p-i in order). One letter names a folder only through
+        # language_words (a lone "C"; the "c" of "C++" names no c/).
+        written = set(re.findall(r"[a-z][a-z0-9]+", question.lower()))
+        pool = unnamed_variants_last(store, pool, written | set(languages),
+                                     rs.other_port_min_shared, rs.version_word_share,
+                                     settings.collect.max_file_bytes)
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

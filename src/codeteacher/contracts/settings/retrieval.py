@@ -722,6 +722,24 @@ class RetrievalSettings(_S):
     other_port_min_shared: int = Field(default=2, ge=1, description="File stems the two "
                                        "folders must share at least for other_port_share: one "
                                        "shared name (util.cpp) does not make folders ports.")
+    named_versions: bool = Field(default=True, description="Of sibling folders that hold "
+                                 "versions of one program in any languages (c/, cpp/, "
+                                 "fortran/ with other_port_min_shared source stems in common: "
+                                 "ports.variant_folders), a question that "
+                                 "names some is answered from them; the other versions' "
+                                 "files follow the rest.")
+    version_word_share: float = Field(default=0.25, ge=0, le=1, description="With "
+                                      "named_versions: a folder word that this share of the "
+                                      "other versions' files use names what they all do "
+                                      "(\"MPI ranks\" when every version calls MPI), not one "
+                                      "version.")
+    language_words: dict[Regex, list[str]] = Field(
+        default={r"(?<![\w#+])C\+\+": ["cpp", "cxx", "c++"],
+                 r"(?<![\w#+/.-])C(?![\w#+/-])": ["c"],
+                 r"(?i)\bfortran\b": ["f90", "f77", "ftn"]},
+        description="Question text (case-sensitive) -> folder words it names: the languages "
+                    "the tokenizer loses (\"C++\", a lone \"C\") and the usual folder names of "
+                    "Fortran code; used wherever a question names a port or version folder.")
     other_port_docs_stay: bool = Field(default=True, description="With other_port_share: a "
                                        "document of another port folder keeps its place: it "
                                        "describes that port (what differs, how to run it) and "
