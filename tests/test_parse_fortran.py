@@ -111,6 +111,45 @@ def test_free_form_modules_name_their_procedures_and_hold_their_declarations():
     assert units["report"].calls == ["print_summary"]
 
 
+TYPES = """\
+module set_data
+  implicit none
+  private
+  ! One angle set: the directions swept together and their fluxes.
+  type, public :: SetData
+    integer :: NumAngles
+    real(8), pointer, contiguous :: psi(:,:,:) => null()
+  end type SetData
+#ifdef USE_GPU
+  type :: DeviceBuffers
+    real(8), allocatable :: work(:)
+  end type DeviceBuffers
+#endif
+contains
+  subroutine SetData_ctor(self, n)
+    type(SetData), intent(inout) :: self
+    integer :: n
+    self%NumAngles = n
+  end subroutine SetData_ctor
+end module set_data
+"""
+
+
+def test_a_modules_derived_types_are_structs_of_their_own():
+    pf = parse_fortran("src/mods/SetData_mod.F90", TYPES)
+    assert pf.failures == 0
+    units = _by_name(pf)
+    assert {"set_data::SetData", "set_data::DeviceBuffers"} <= set(units)
+    t = units["set_data::SetData"]
+    assert t.kind == "struct" and t.name == "SetData" and t.namespace == "set_data"
+    assert (t.start_line, t.end_line) == (4, 8)  # its comment, then type ... end type
+    assert t.comment == "One angle set: the directions swept together and their fluxes."
+    assert t.signature == "type, public :: SetData" and "psi(:,:,:)" in t.text
+    assert t.members == ["NumAngles", "psi"]  # (psi through its pointer initialiser)
+    assert units["set_data::DeviceBuffers"].kind == "struct"  # inside an #ifdef block
+    assert units["set_data::SetData_ctor"].kind == "function"
+
+
 def test_an_oversized_unit_is_cut_into_parts_at_statement_boundaries():
     body = "".join(f"      x({i}) = {i}\n" for i in range(1, 61))
     text = f"      subroutine fill( x )\n      real*8 x(*)\n{body}      call done()\n      end\n"

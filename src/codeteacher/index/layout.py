@@ -23,8 +23,9 @@ from ..contracts.models import Chunk
 # configuration, .github/workflows/ or .travis.yml, is scope 'test'; 15: a LaTeX document is
 # split at its sectioning commands, each section titled by its heading; 16: Fortran is parsed
 # by tree-sitter-fortran into program units, no longer cut into line windows; 17: a Fortran
-# unit's calls are its own, not those of the procedures it contains).
-CHUNKER_VERSION = "cpp-ts-17"
+# unit's calls are its own, not those of the procedures it contains; 18: a Fortran derived type
+# is a struct chunk).
+CHUNKER_VERSION = "cpp-ts-18"
 FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"

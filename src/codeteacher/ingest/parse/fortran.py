@@ -3,8 +3,9 @@
 Scientific codes often keep their numerical kernels in Fortran beside a C or C++ driver. Each
 subroutine, function and main program becomes a `function` chunk named as written, with its
 calls; a module's specification part (its variables, types and interfaces before `contains`)
-becomes a `namespace_block`, and the module names its procedures' namespace. Oversized units are
-cut at statement boundaries into `function_part` chunks, as C++ functions are.
+becomes a `namespace_block`, each derived type there a `struct`, and the module names its
+procedures' namespace. Oversized units are cut at statement boundaries into `function_part`
+chunks, as C++ functions are.
 
 The grammar reads free form only. Fixed-form source (`.f`, `.for`, ...: comments marked in
 column 1, continuation in column 6) is rewritten line for line before parsing, so line numbers
@@ -129,6 +130,8 @@ class _FortranFile(ChunkWriter):
         self.add("namespace_block", start, end, name=name,
                  qualified_name=name, signature=self.first_line(node),
                  comment=comment, calls=self.calls(body, shared))
+        for t in _types(body):
+            self.derived_type(t, name)
         if procs is not None:
             self.visit(procs, name, shared)
 
@@ -146,6 +149,22 @@ class _FortranFile(ChunkWriter):
             self.split(whole, node, declared)
         if inner is not None:
             self.visit(inner, namespace, declared)
+
+    def derived_type(self, node, namespace: str) -> None:
+        """A derived type of a module's specification part (`type :: SetData ... end type`)
+        is a `struct` of its own, as a C struct is: "the X type" finds it by name."""
+        head = next((c for c in node.named_children if c.type == "derived_type_statement"), None)
+        name = next((c.text.decode("utf-8", "replace") for c in head.named_children
+                     if c.type == "type_name"), "") if head is not None else ""
+        if not name:
+            return
+        start, comment = self.comment_before(node)
+        members = [v for d in node.named_children if d.type == "variable_declaration"
+                   for v in _declared_names(d)][:80]  # (as many as a C++ class lists)
+        self.add("struct", start, _last_line(node), name=name,
+                 qualified_name=f"{namespace}::{name}" if namespace else name,
+                 namespace=namespace, signature=self.first_line(node),
+                 comment=comment or self.comment_inside(node), members=members)
 
     def first_line(self, node) -> str:
         """The unit's statement, continuation lines joined (`subroutine f(a, &` / `b)`)."""
@@ -228,12 +247,7 @@ class _FortranFile(ChunkWriter):
                 names.update(c.text.decode("utf-8", "replace").lower()
                              for c in n.named_children if c.type == "identifier")
             elif n.type == "variable_declaration":
-                for d in n.children_by_field_name("declarator"):
-                    ident = d if d.type == "identifier" else (
-                        d.child_by_field_name("left") or next(
-                            (c for c in d.named_children if c.type == "identifier"), None))
-                    if ident is not None and ident.type == "identifier":
-                        names.add(ident.text.decode("utf-8", "replace").lower())
+                names.update(v.lower() for v in _declared_names(n))
                 continue
             stack.extend(n.named_children)
         return frozenset(names)
@@ -284,6 +298,32 @@ def _own_and_contained(node) -> tuple[list, object]:
     procedures there are units of their own, so their calls are not the container's."""
     own = [c for c in node.named_children if c.type != "internal_procedures"]
     return own, next((c for c in node.named_children if c.type == "internal_procedures"), None)
+
+
+def _declared_names(declaration) -> list[str]:
+    """The names a variable declaration declares, as written: a declarator is a name, or holds
+    it first (`a(n)`, `n = 3`, `p(:) => null()`)."""
+    out = []
+    for d in declaration.children_by_field_name("declarator"):
+        while d is not None and d.type != "identifier":
+            d = d.child_by_field_name("left") or next(
+                (c for c in d.named_children if c.type in ("identifier", "sized_declarator")),
+                None)
+        if d is not None:
+            out.append(d.text.decode("utf-8", "replace"))
+    return out
+
+
+def _types(nodes) -> list:
+    """Derived-type definitions among a specification part's statements, also inside the
+    preprocessor blocks that hold them."""
+    out = []
+    for n in nodes:
+        if n.type == "derived_type_definition":
+            out.append(n)
+        elif n.type in _CONTAINERS:
+            out += _types(n.named_children)
+    return out
 
 
 def _last_line(node) -> int:
