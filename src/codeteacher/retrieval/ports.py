@@ -498,16 +498,19 @@ def path_words(folder: str) -> set[str]:
 
 
 def unnamed_variants_last(store: IndexStore, pool: list, asked: set[str], min_shared: int,
-                          common_share: float, max_bytes: int | None = None) -> list:
+                          common_share: float, max_bytes: int | None = None,
+                          languages: frozenset[str] = frozenset()) -> list:
     """A question that names some of a group of version folders ("in the Fortran version",
     "the C code") is answered from them: picks from the group's other folders follow the
-    rest, in their order. A question that names none, or all, keeps the order."""
+    rest, in their order. A question that names none, or all, keeps the order. A language
+    the question names (`languages`, from `language_words`) always names its folder; another
+    word does unless every version uses it (`_common_word`)."""
     groups = variant_folders(store, min_shared)
     if not groups:
         return pool
     named = {f for f, group in groups.items()
-             if any(asks_for(w, asked)
-                    and not _common_word(store, w, f, group, common_share, max_bytes)
+             if any(w in languages or (asks_for(w, asked) and not _common_word(
+                 store, w, f, group, common_share, max_bytes))
                     for w in path_words(PurePosixPath(f).name))}
     if not named:
         return pool

@@ -654,9 +654,9 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         # stem of "multiply", holds m-p-i in order). One letter names a folder only through
         # language_words (a lone "C"; the "c" of "C++" names no c/).
         written = set(re.findall(r"[a-z][a-z0-9]+", question.lower()))
-        pool = unnamed_variants_last(store, pool, written | set(languages),
-                                     rs.other_port_min_shared, rs.version_word_share,
-                                     settings.collect.max_file_bytes)
+        pool = unnamed_variants_last(store, pool, written, rs.other_port_min_shared,
+                                     rs.version_word_share, settings.collect.max_file_bytes,
+                                     frozenset(languages))
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],
