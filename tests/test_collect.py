@@ -43,19 +43,24 @@ def test_gitignore_nested_and_configured_excludes(tmp_path):
         "lib/keep.h": CODE,
         "lib/sub/z.cpp": CODE,
         "other/local_tmp.h": CODE,            # lib's rules do not apply outside lib/
-        "build/out.cpp": CODE,                # default configured exclude
+        "build/out.cpp": CODE,                # a CMake build tree: left out by content
+        "build/CMakeCache.txt": "CMAKE_BUILD_TYPE:STRING=Release\n",
+        "scripts/build/run_gnu.sh": "#!/bin/sh\ncmake ..\n",  # a tracked build/ folder stays
+        "test/case1/.svn/text-base/README.svn-base": "# Case 1\n",
         "third_party/skip/t.cpp": CODE,       # exclude passed by the caller
         ".git/hooks/h.cpp": CODE,
     })
     report = collect(tmp_path, CollectSettings(), exclude=["third_party/"])
     # (the .gitignore files are text files of the repository, so they are indexed too)
     assert _paths(report) == {"src/a.cpp", "src/generated/y.cpp", "lib/keep.h",
-                              "other/local_tmp.h", ".gitignore", "lib/.gitignore"}
+                              "other/local_tmp.h", ".gitignore", "lib/.gitignore",
+                              "scripts/build/run_gnu.sh"}
     # Nothing is left out silently: each exclusion is counted under the rule set that made it.
     assert report.skipped == {"excluded by .gitignore": 3, "excluded by .gitignore (folder)": 2,
-                              "excluded by settings (folder)": 1,
+                              "build tree (holds CMakeCache.txt) (folder)": 1,
                               "excluded by --exclude (folder)": 1,
-                              "version control (.git folder) (folder)": 1}
+                              "version control (.git folder) (folder)": 1,
+                              "version control (.svn folder) (folder)": 1}
 
 
 def test_gitignore_can_be_ignored_and_excludes_configured(tmp_path):

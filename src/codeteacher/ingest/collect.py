@@ -138,6 +138,13 @@ def _content_kind(name: str, text: str, settings: CollectSettings) -> tuple[str,
     return (PurePosixPath(low).suffix.lstrip(".") or "text"), "script"
 
 
+# Version-control metadata: copies of the files in another form (.svn/text-base/x.svn-base),
+# never the repository's own text.
+_VCS_FOLDERS = frozenset({".git", ".svn", ".hg", ".bzr", "CVS", "_darcs"})
+# A build tree is told by its content, not its name: CMake writes CMakeCache.txt at the top of
+# every build folder, while a tracked build/ folder holds the project's own build scripts.
+
+
 class _Ignores:
     """Stack of .gitignore specs, each applied to paths relative to its own folder; `why`
     names the rule set that excluded a path."""
@@ -214,7 +221,9 @@ def collect(root: str | Path, settings: CollectSettings | None = None,
         keep = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
-            why = "version control (.git folder)" if d == ".git" else ignores.why(rel, True)
+            why = f"version control ({d} folder)" if d in _VCS_FOLDERS else \
+                "build tree (holds CMakeCache.txt)" if (abs_dir / d / "CMakeCache.txt").is_file() \
+                else ignores.why(rel, True)
             if why is None and not settings.follow_symlinks and (abs_dir / d).is_symlink():
                 why = "symlinked folder (not followed)"
             if why:

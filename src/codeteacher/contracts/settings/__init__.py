@@ -86,8 +86,11 @@ class CollectSettings(Section):
                     "hold builds and runs the tests, so they are scope 'test' (a build file "
                     "there stays 'build', a document 'docs'). '' = none.")
     exclude: list[str] = Field(
-        default=[".git/", "build/", "_build/", "node_modules/", ".venv/", "third_party/build/"],
-        description="gitignore-style patterns excluded in addition to .gitignore files.")
+        default=[".git/", "_build/", "node_modules/", ".venv/", "third_party/build/"],
+        description="gitignore-style patterns excluded in addition to .gitignore files. "
+                    "Version-control folders (.git, .svn, .hg, ...) and CMake build trees (a "
+                    "folder with CMakeCache.txt) are always left out; a build/ folder without "
+                    "one holds the project's own build scripts and is indexed.")
     respect_gitignore: bool = Field(default=True, description="Honour .gitignore files.")
     max_file_bytes: int = Field(default=1_500_000, description="Larger files are skipped.")
     follow_symlinks: bool = Field(default=False, description="Follow symlinked dirs (loop-safe).")
