@@ -465,7 +465,7 @@ def variant_folders(store: IndexStore, min_shared: int) -> dict[str, tuple[str, 
     memo = store.memo(f"variant_folders:{min_shared}")
     if "groups" not in memo:
         below: dict[str, set[str]] = {}
-        for i, r in enumerate(store.records):
+        for r in store.records:
             if r.kind != "file" or r.scope != "src":
                 continue
             pp = PurePosixPath(r.path)

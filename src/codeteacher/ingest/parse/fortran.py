@@ -15,7 +15,6 @@ C++ parser, nothing here raises: a failure is counted in ParsedFile.failures.
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 
 from ...contracts.models import Chunk, ParsedFile, is_fixed_form
 from ...contracts.settings import ChunkSettings
