@@ -112,42 +112,42 @@ def test_free_form_modules_name_their_procedures_and_hold_their_declarations():
 
 
 TYPES = """\
-module set_data
+module angle_sets
   implicit none
   private
   ! One angle set: the directions swept together and their fluxes.
-  type, public :: SetData
+  type, public :: AngleSet
     integer :: NumAngles
     real(8), pointer, contiguous :: psi(:,:,:) => null()
-  end type SetData
+  end type AngleSet
 #ifdef USE_GPU
   type :: DeviceBuffers
     real(8), allocatable :: work(:)
   end type DeviceBuffers
 #endif
 contains
-  subroutine SetData_ctor(self, n)
-    type(SetData), intent(inout) :: self
+  subroutine AngleSet_ctor(self, n)
+    type(AngleSet), intent(inout) :: self
     integer :: n
     self%NumAngles = n
-  end subroutine SetData_ctor
-end module set_data
+  end subroutine AngleSet_ctor
+end module angle_sets
 """
 
 
 def test_a_modules_derived_types_are_structs_of_their_own():
-    pf = parse_fortran("src/mods/SetData_mod.F90", TYPES)
+    pf = parse_fortran("src/mods/AngleSet_mod.F90", TYPES)
     assert pf.failures == 0
     units = _by_name(pf)
-    assert {"set_data::SetData", "set_data::DeviceBuffers"} <= set(units)
-    t = units["set_data::SetData"]
-    assert t.kind == "struct" and t.name == "SetData" and t.namespace == "set_data"
+    assert {"angle_sets::AngleSet", "angle_sets::DeviceBuffers"} <= set(units)
+    t = units["angle_sets::AngleSet"]
+    assert t.kind == "struct" and t.name == "AngleSet" and t.namespace == "angle_sets"
     assert (t.start_line, t.end_line) == (4, 8)  # its comment, then type ... end type
     assert t.comment == "One angle set: the directions swept together and their fluxes."
-    assert t.signature == "type, public :: SetData" and "psi(:,:,:)" in t.text
+    assert t.signature == "type, public :: AngleSet" and "psi(:,:,:)" in t.text
     assert t.members == ["NumAngles", "psi"]  # (psi through its pointer initialiser)
-    assert units["set_data::DeviceBuffers"].kind == "struct"  # inside an #ifdef block
-    assert units["set_data::SetData_ctor"].kind == "function"
+    assert units["angle_sets::DeviceBuffers"].kind == "struct"  # inside an #ifdef block
+    assert units["angle_sets::AngleSet_ctor"].kind == "function"
 
 
 def test_an_oversized_unit_is_cut_into_parts_at_statement_boundaries():

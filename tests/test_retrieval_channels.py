@@ -2007,9 +2007,9 @@ def _versions_repo() -> dict[str, str]:
               "  real(8) :: state(n)\n  call MPI_Sendrecv(state, 2, MPI_DOUBLE_PRECISION, left, 0, "
               "state, 2, &\n    MPI_DOUBLE_PRECISION, right, 0, MPI_COMM_WORLD, "
               "MPI_STATUS_IGNORE, ierr)\nend subroutine exchange_halo\n")
-    files = {"README.md": "# Weather mini-app\n\nThe same model in C, C++ and Fortran.\n"}
+    files = {"README.md": "# Flow mini-app\n\nThe same model in C, C++ and Fortran.\n"}
     for lang, ext in (("c", "cpp"), ("cpp", "cpp"), ("fortran", "F90")):
-        for app in ("weather_serial", "weather_mpi"):
+        for app in ("flow_serial", "flow_mpi"):
             if ext == "F90":
                 body = step_f.format(f="time_step") + (halo_f if "mpi" in app else "")
             else:

@@ -529,7 +529,7 @@ def unnamed_variants_last(store: IndexStore, pool: list, asked: set[str], min_sh
 def _common_word(store: IndexStore, word: str, folder: str, group: tuple[str, ...],
                  share: float, max_bytes: int | None) -> bool:
     """A folder word that `share` of the other versions' files use in their text names what
-    every version does ("across MPI ranks" is no request for the mpi-spec/ version when the
+    every version does ("across MPI ranks" is no request for the mpi/ version when the
     reference calls MPI too). Read only for the words a question names, once per index."""
     memo = store.memo(f"common_word:{share}")
     key = (word, folder)

@@ -150,7 +150,7 @@ class _FortranFile(ChunkWriter):
             self.visit(inner, namespace, declared)
 
     def derived_type(self, node, namespace: str) -> None:
-        """A derived type of a module's specification part (`type :: SetData ... end type`)
+        """A derived type of a module's specification part (`type :: Mesh ... end type`)
         is a `struct` of its own, as a C struct is: "the X type" finds it by name."""
         head = next((c for c in node.named_children if c.type == "derived_type_statement"), None)
         name = next((c.text.decode("utf-8", "replace") for c in head.named_children
