@@ -141,8 +141,18 @@ def _content_kind(name: str, text: str, settings: CollectSettings) -> tuple[str,
 # Version-control metadata: copies of the files in another form (.svn/text-base/x.svn-base),
 # never the repository's own text.
 _VCS_FOLDERS = frozenset({".git", ".svn", ".hg", ".bzr", "CVS", "_darcs"})
-# A build tree is told by its content, not its name: CMake writes CMakeCache.txt at the top of
-# every build folder, while a tracked build/ folder holds the project's own build scripts.
+
+
+def _never_indexed(parent: Path, name: str) -> str | None:
+    """Why a folder is left out whatever the settings say: version-control metadata, or a
+    build tree. A build tree is told by its content, not its name: CMake writes
+    CMakeCache.txt at the top of every build folder, while a tracked build/ folder holds the
+    project's own build scripts."""
+    if name in _VCS_FOLDERS:
+        return f"version control ({name} folder)"
+    if (parent / name / "CMakeCache.txt").is_file():
+        return "build tree (holds CMakeCache.txt)"
+    return None
 
 
 class _Ignores:
@@ -221,9 +231,7 @@ def collect(root: str | Path, settings: CollectSettings | None = None,
         keep = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
-            why = f"version control ({d} folder)" if d in _VCS_FOLDERS else \
-                "build tree (holds CMakeCache.txt)" if (abs_dir / d / "CMakeCache.txt").is_file() \
-                else ignores.why(rel, True)
+            why = _never_indexed(abs_dir, d) or ignores.why(rel, True)
             if why is None and not settings.follow_symlinks and (abs_dir / d).is_symlink():
                 why = "symlinked folder (not followed)"
             if why:

@@ -497,33 +497,21 @@ def path_words(folder: str) -> set[str]:
                                     if len(w) == 1 or w.endswith("+")}
 
 
-def unnamed_variants_last(store: IndexStore, pool: list, asked: set[str], min_shared: int,
-                          common_share: float, max_bytes: int | None = None,
-                          languages: frozenset[str] = frozenset()) -> list:
-    """A question that names some of a group of version folders ("in the Fortran version",
-    "the C code") is answered from them: picks from the group's other folders follow the
-    rest, in their order. A question that names none, or all, keeps the order. A language
-    the question names (`languages`, from `language_words`) always names its folder; another
-    word does unless every version uses it (`_common_word`)."""
+def unnamed_versions(store: IndexStore, asked: set[str], min_shared: int, common_share: float,
+                     max_bytes: int | None = None,
+                     languages: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The version folders whose picks follow the rest: when a question names some of a
+    group of version folders ("in the Fortran version", "the C code"), the group's other
+    folders; none when it names none, or all. A language the question names (`languages`,
+    from `language_words`) always names its folder; another word does unless every version
+    uses it (`_common_word`)."""
     groups = variant_folders(store, min_shared)
-    if not groups:
-        return pool
     named = {f for f, group in groups.items()
              if any(w in languages or (asks_for(w, asked) and not _common_word(
                  store, w, f, group, common_share, max_bytes))
                     for w in path_words(PurePosixPath(f).name))}
-    if not named:
-        return pool
-    unnamed = {f for f, group in groups.items() if f not in named
-               and any(g in named for g in group)}
-    if not unnamed:
-        return pool
-    below = tuple(f + "/" for f in unnamed)
-    later = [c for c in pool if store.records[c.idx].path in unnamed  # (a folder's entity)
-             or store.records[c.idx].path.startswith(below)]
-    for c in later:
-        c.why.append("file of a version the question does not name (shown after the rest)")
-    return [c for c in pool if c not in later] + later
+    return frozenset(f for f, group in groups.items() if f not in named
+                     and any(g in named for g in group))
 
 
 def _common_word(store: IndexStore, word: str, folder: str, group: tuple[str, ...],

@@ -21,7 +21,7 @@ from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
 from .literal import match_literals, match_numbers, numbers
 from .ports import (PortRules, family_key, is_code_name, language_words, mirrored, other_port,
-                    plainest_twin, unnamed_variants_last)
+                    plainest_twin, unnamed_versions)
 from .query import QueryAnalysis, analyze
 from .rerank import CODE as CODE_KINDS
 from .rerank import low_signal
@@ -539,10 +539,20 @@ def other_ports_last(store: IndexStore, pool: list[Candidate], question_tokens: 
     question does not name (`ports.other_port`) follow the rest, in their order. With
     `docs_stay`, a document there keeps its place (it describes that port, it copies nothing)."""
     asked = set(question_tokens)
-    later = [c for c in pool if not (docs_stay and store.records[c.idx].scope == "docs")
-             and other_port(store, store.records[c.idx].path, asked, rules, share, min_shared)]
+
+    def elsewhere(c: Candidate) -> bool:
+        r = store.records[c.idx]
+        return not (docs_stay and r.scope == "docs") \
+            and other_port(store, r.path, asked, rules, share, min_shared)
+    return follow_the_rest(pool, elsewhere, "file of another port (shown after the rest)")
+
+
+def follow_the_rest(pool: list[Candidate], moved: Callable[[Candidate], bool],
+                    note: str) -> list[Candidate]:
+    """The picks that `moved` holds follow the others, both in their order; each says why."""
+    later = [c for c in pool if moved(c)]
     for c in later:
-        c.why.append("file of another port (shown after the rest)")
+        c.why.append(note)
     return [c for c in pool if c not in later] + later
 
 
@@ -654,9 +664,13 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         # stem of "multiply", holds m-p-i in order). One letter names a folder only through
         # language_words (a lone "C"; the "c" of "C++" names no c/).
         written = set(re.findall(r"[a-z][a-z0-9]+", question.lower()))
-        pool = unnamed_variants_last(store, pool, written, rs.other_port_min_shared,
-                                     rs.version_word_share, settings.collect.max_file_bytes,
-                                     frozenset(languages))
+        unnamed = unnamed_versions(store, written, rs.other_port_min_shared,
+                                   rs.version_word_share, settings.collect.max_file_bytes,
+                                   frozenset(languages))
+        below = tuple(f + "/" for f in unnamed)
+        pool = follow_the_rest(  # (a version folder's own entity has the folder as its path)
+            pool, lambda c: (p := store.records[c.idx].path) in unnamed or p.startswith(below),
+            "file of a version the question does not name (shown after the rest)")
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

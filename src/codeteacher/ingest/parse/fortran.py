@@ -141,7 +141,7 @@ class _FortranFile(ChunkWriter):
         declared = outer | self.declared(node)
         own, inner = _own_and_contained(node)
         whole = self.add("function", start, end, name=name,
-                         qualified_name=f"{namespace}::{name}" if namespace else name,
+                         qualified_name=_qualified(namespace, name),
                          namespace=namespace, signature=self.first_line(node),
                          comment=comment, calls=self.calls(own, declared))
         if whole is not None and end - start + 1 > self.settings.max_chunk_lines:
@@ -161,7 +161,7 @@ class _FortranFile(ChunkWriter):
         members = [v for d in node.named_children if d.type == "variable_declaration"
                    for v in _declared_names(d)][:80]  # (as many as a C++ class lists)
         self.add("struct", start, _last_line(node), name=name,
-                 qualified_name=f"{namespace}::{name}" if namespace else name,
+                 qualified_name=_qualified(namespace, name),
                  namespace=namespace, signature=self.first_line(node),
                  comment=comment or self.comment_inside(node), members=members)
 
@@ -290,6 +290,11 @@ class _FortranFile(ChunkWriter):
             if not any(_BANNER.search(ln) for ln in r):
                 return _clean_comment(r)[:2000]
         return ""
+
+
+def _qualified(namespace: str, name: str) -> str:
+    """A unit's or type's name inside its module (`mod::name`), as C++ names are written."""
+    return f"{namespace}::{name}" if namespace else name
 
 
 def _own_and_contained(node) -> tuple[list, object]:
