@@ -2068,3 +2068,71 @@ def test_a_word_every_version_uses_names_no_version(tmp_path):
     named = engine.search("How does the omp version run the comm step?", k=6)
     assert named[0].chunk.path.startswith("omp/"), [h.chunk.path for h in named]
     assert any("does not name" in w for h in named for w in h.why)
+
+
+def _variant_files_repo() -> dict[str, str]:
+    """One solver three times in one folder, told apart by a word of the file name (the plain
+    one, an MPI one, a CUDA one), beside two files that share a name word but not their code."""
+    body = ("// Relaxes the field towards the source with damped Jacobi sweeps.\n"
+            "void relax_field(double* field, const double* source, int n, int sweeps) {{\n"
+            "  for (int s = 0; s < sweeps; ++s)\n"
+            "    for (int i = 1; i < n - 1; ++i)\n"
+            "      field[i] = 0.5 * (field[i - 1] + field[i + 1]) - 0.25 * source[i];\n"
+            "{extra}}}\n"
+            "// Largest change of one sweep, to stop once the field has converged.\n"
+            "double residual_norm(const double* field, const double* previous, int count) {{\n"
+            "  double worst = 0.0;\n"
+            "  for (int j = 0; j < count; ++j) {{\n"
+            "    const double delta = field[j] - previous[j];\n"
+            "    worst = delta > worst ? delta : (-delta > worst ? -delta : worst);\n"
+            "  }}\n  return worst;\n}}\n"
+            "// Copies the boundary values that stay fixed during every sweep.\n"
+            "void fix_boundary(double* field, double left_value, double right_value, int n) {{\n"
+            "  field[0] = left_value; field[n - 1] = right_value;\n}}\n")
+    return {
+        "README.md": "# Relaxation solver\n\nOne solver, built plain, with MPI or with CUDA.\n",
+        "src/relax.cc": body.format(extra=""),
+        "src/relax-mpi.cc": body.format(
+            extra="  MPI_Allreduce(MPI_IN_PLACE, field, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);\n"),
+        "src/relax-cuda.cu": body.format(
+            extra="  cudaMemcpy(field, field, n * sizeof(double), cudaMemcpyDeviceToHost);\n"),
+        "src/get_energy.cc": "// Kinetic energy of the particles.\n"
+                             "double get_energy(const double* v, int n) { double e = 0;\n"
+                             "  for (int i = 0; i < n; ++i) e += 0.5 * v[i] * v[i]; return e; }\n",
+        "src/get_force.cc": "// Spring force on each particle.\n"
+                            "void get_force(const double* x, double* f, int n, double k) {\n"
+                            "  for (int i = 0; i < n; ++i) f[i] = -k * x[i]; }\n",
+    }
+
+
+def test_a_question_that_names_a_file_variant_is_answered_from_it(tmp_path):
+    # relax.cc, relax-mpi.cc and relax-cuda.cu are one solver in three builds: "the MPI
+    # version" is relax-mpi.cc, and the other two follow the rest. get_energy.cc and
+    # get_force.cc share the word "get" but not their code: no variants.
+    from codeteacher.retrieval.name_variants import name_variants, unnamed_variants
+
+    ix = index_of(tmp_path, _variant_files_repo())
+    on = Settings()
+    assert on.retrieval.named_variants
+    store = Engine.load(ix, on).store
+    of = name_variants(store, on.retrieval.variant_text_share)
+    assert of == {"src/relax.cc": frozenset(), "src/relax-mpi.cc": frozenset({"mpi"}),
+                  "src/relax-cuda.cu": frozenset({"cuda"})}
+    assert unnamed_variants(store, {"how", "mpi", "version"}, 0.75) == \
+        {"src/relax.cc", "src/relax-cuda.cu"}
+    assert unnamed_variants(store, {"how", "relax", "field"}, 0.75) == frozenset()
+    q = "How does the MPI version relax the field towards the source?"
+    hits = Engine.load(ix, on).search(q, k=6)
+    paths = [h.chunk.path for h in hits]
+    assert paths[0] == "src/relax-mpi.cc", paths
+    later = [i for i, h in enumerate(hits) if any("variant file the question does not name" in w
+                                                  for w in h.why)]
+    assert later and {paths[i] for i in later} <= {"src/relax.cc", "src/relax-cuda.cu"}
+    assert all(p == "src/relax-mpi.cc" or p not in ("src/relax.cc", "src/relax-cuda.cu")
+               for p in paths[: later[0]])
+    off = on.model_copy(deep=True)
+    off.retrieval.named_variants = False
+    before = [h.chunk.path for h in Engine.load(ix, off).search(q, k=6)]
+    first_other = min(before.index(p) for p in ("src/relax.cc", "src/relax-cuda.cu")
+                      if p in before)
+    assert first_other < max(later), (before, paths)

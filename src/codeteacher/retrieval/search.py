@@ -22,6 +22,7 @@ from ..index.store import IndexStore
 from .literal import match_literals, match_numbers, numbers
 from .ports import (PortRules, family_key, is_code_name, language_words, mirrored, other_port,
                     plainest_twin, unnamed_versions)
+from .name_variants import unnamed_variants
 from .query import QueryAnalysis, analyze
 from .rerank import CODE as CODE_KINDS
 from .rerank import low_signal
@@ -671,6 +672,14 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         pool = follow_the_rest(  # (a version folder's own entity has the folder as its path)
             pool, lambda c: (p := store.records[c.idx].path) in unnamed or p.startswith(below),
             "file of a version the question does not name (shown after the rest)")
+    if rs.named_variants:
+        later = unnamed_variants(store, set(re.findall(r"[a-z][a-z0-9]+", question.lower()))
+                                 | set(languages), rs.variant_text_share,
+                                 settings.collect.max_file_bytes)
+        if later:
+            pool = follow_the_rest(pool, lambda c: store.records[c.idx].path in later,
+                                   "variant file the question does not name (shown after "
+                                   "the rest)")
     dropped: list[tuple[int, str]] = []
     if settings.context_filter.enabled:
         keep, dropped = filter_context([store.records[c.idx] for c in pool],

@@ -728,6 +728,17 @@ class RetrievalSettings(_S):
                                  "ports.variant_folders), a question that "
                                  "names some is answered from them; the other versions' "
                                  "files follow the rest.")
+    named_variants: bool = Field(default=True, description="Of the variants of one file "
+                                 "in one folder (stems that differ by a word, defining the "
+                                 "same functions: solver.cc, solver-mpi.cc, solver-cuda.cu), "
+                                 "a question naming some variant words is answered from "
+                                 "those; the other variants' picks follow the rest. The "
+                                 "folder-level rule is named_versions.")
+    variant_text_share: float = Field(default=0.75, ge=0, le=1, description="With "
+                                      "named_variants: the share of their words (Jaccard) "
+                                      "two files' texts must have in common to be variants of "
+                                      "one file (0.72-0.97 measured for platform variants; "
+                                      "0.59-0.71 for tests or kernels built on one pattern).")
     version_word_share: float = Field(default=0.25, ge=0, le=1, description="With "
                                       "named_versions: a folder word that this share of the "
                                       "other versions' files use names what they all do "
