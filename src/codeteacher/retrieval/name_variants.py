@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 
 from ..index.lexical import tokenize
 from ..index.store import IndexStore
-from .ports import _file_text, is_code_name
+from .ports import file_text, is_code_name
 
 # Words of a file stem as written: "nstream-mpi" -> nstream, mpi; "CUDAStream" -> cuda, stream.
 _STEM_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -46,7 +46,7 @@ def name_variants(store: IndexStore, share: float,
 
             def text(p: str) -> set[str]:
                 if p not in texts:
-                    texts[p] = set(tokenize(_file_text(store, p, max_bytes)))
+                    texts[p] = set(tokenize(file_text(store, p, max_bytes)))
                 return texts[p]
             parent = {p: p for p in paths}
 
@@ -69,6 +69,11 @@ def name_variants(store: IndexStore, share: float,
                 if len(members) >= 2 and base:
                     of.update((p, words[p] - base) for p in members)
         memo["of"] = of
+        by_family: dict[tuple[str, frozenset[str]], list[str]] = {}
+        for p, own in of.items():  # a family: its folder and the stem words all members share
+            by_family.setdefault((PurePosixPath(p).parent.as_posix(), stem_words(p) - own),
+                                 []).append(p)
+        memo["families"] = list(by_family.values())
     return memo["of"]
 
 
@@ -78,12 +83,8 @@ def unnamed_variants(store: IndexStore, asked: set[str], share: float,
     variant word of some members (`asked`: its words as written, and the folder words of the
     languages it names), the members without such a word; none when it names none."""
     of = name_variants(store, share, max_bytes)
-    families: dict[tuple[str, frozenset[str]], list[str]] = {}
-    for p, own in of.items():
-        base = stem_words(p) - own
-        families.setdefault((PurePosixPath(p).parent.as_posix(), base), []).append(p)
     later: set[str] = set()
-    for members in families.values():
+    for members in store.memo(f"name_variants:{share}")["families"]:
         named = [p for p in members if of[p] & asked]
         if named and len(named) < len(members):
             later.update(p for p in members if not of[p] & asked)

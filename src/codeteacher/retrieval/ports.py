@@ -149,7 +149,7 @@ def _member_words(store: IndexStore, name: str, max_bytes: int | None) -> dict[s
     if name not in cache:
         paths = [p for p in families(store).get(name, [])
                  if store.file_record_index(p) is not None]
-        cache[name] = {p: Counter(tokenize(_file_text(store, p, max_bytes))) for p in paths}
+        cache[name] = {p: Counter(tokenize(file_text(store, p, max_bytes))) for p in paths}
     return cache[name]
 
 
@@ -301,7 +301,7 @@ def _encloses(a: str, b: str) -> bool:
 
 def _code_text(store: IndexStore, path: str, max_bytes: int | None) -> str:
     """The file's text with its comments left out: a commented-out call is no code."""
-    text = _file_text(store, path, max_bytes)
+    text = file_text(store, path, max_bytes)
     if PurePosixPath(path).suffix.lower() not in FORTRAN_EXT:
         return _COMMENT.sub(" ", text)
     if is_fixed_form(path, text):
@@ -309,7 +309,7 @@ def _code_text(store: IndexStore, path: str, max_bytes: int | None) -> str:
     return _FORTRAN_COMMENT.sub(" ", text)
 
 
-def _file_text(store: IndexStore, path: str, max_bytes: int | None) -> str:
+def file_text(store: IndexStore, path: str, max_bytes: int | None) -> str:
     text = store.repo_text(path, max_bytes)
     if text is None:  # repository moved since indexing: what the records hold of it
         return "\n".join(store.records[i].text for i in store.members(path))
@@ -525,7 +525,7 @@ def _common_word(store: IndexStore, word: str, folder: str, group: tuple[str, ..
         pat = re.compile(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", re.I)
         below = tuple(g + "/" for g in group if g != folder)
         paths = [p for p in store.manifest.files if p.startswith(below)]
-        using = sum(1 for p in paths if pat.search(_file_text(store, p, max_bytes)))
+        using = sum(1 for p in paths if pat.search(file_text(store, p, max_bytes)))
         memo[key] = bool(paths) and using >= share * len(paths)
     return memo[key]
 

@@ -660,11 +660,11 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
             # (Not for a threads question: the port shown then runs threads, not the plainest.)
             pool = other_ports_last(store, pool, folder_asks, rules, rs.other_port_share,
                                     rs.other_port_min_shared, rs.other_port_docs_stay)
+    # The words as written name version folders and file variants: a stem abbreviates folder
+    # words by accident ("multipli", the stem of "multiply", holds m-p-i in order). One letter
+    # names a folder only through language_words (a lone "C"; the "c" of "C++" names no c/).
+    written = set(re.findall(r"[a-z][a-z0-9]+", question.lower()))
     if rs.named_versions:
-        # The words as written: a stem abbreviates folder words by accident ("multipli", the
-        # stem of "multiply", holds m-p-i in order). One letter names a folder only through
-        # language_words (a lone "C"; the "c" of "C++" names no c/).
-        written = set(re.findall(r"[a-z][a-z0-9]+", question.lower()))
         unnamed = unnamed_versions(store, written, rs.other_port_min_shared,
                                    rs.version_word_share, settings.collect.max_file_bytes,
                                    frozenset(languages))
@@ -673,8 +673,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
             pool, lambda c: (p := store.records[c.idx].path) in unnamed or p.startswith(below),
             "file of a version the question does not name (shown after the rest)")
     if rs.named_variants:
-        later = unnamed_variants(store, set(re.findall(r"[a-z][a-z0-9]+", question.lower()))
-                                 | set(languages), rs.variant_text_share,
+        later = unnamed_variants(store, written | set(languages), rs.variant_text_share,
                                  settings.collect.max_file_bytes)
         if later:
             pool = follow_the_rest(pool, lambda c: store.records[c.idx].path in later,

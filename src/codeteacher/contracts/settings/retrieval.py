@@ -729,8 +729,8 @@ class RetrievalSettings(_S):
                                  "names some is answered from them; the other versions' "
                                  "files follow the rest.")
     named_variants: bool = Field(default=True, description="Of the variants of one file "
-                                 "in one folder (stems that differ by a word, defining the "
-                                 "same functions: solver.cc, solver-mpi.cc, solver-cuda.cu), "
+                                 "in one folder (stems that differ by a word, texts mostly "
+                                 "alike: solver.cc, solver-mpi.cc, solver-cuda.cu), "
                                  "a question naming some variant words is answered from "
                                  "those; the other variants' picks follow the rest. The "
                                  "folder-level rule is named_versions.")
