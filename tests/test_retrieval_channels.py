@@ -2136,3 +2136,49 @@ def test_a_question_that_names_a_file_variant_is_answered_from_it(tmp_path):
     first_other = min(before.index(p) for p in ("src/relax.cc", "src/relax-cuda.cu")
                       if p in before)
     assert first_other < max(later), (before, paths)
+
+
+def test_modules_that_share_a_pattern_are_no_ports_of_each_other(tmp_path):
+    # Each package's config.cpp defines its own rationalise() in its own namespace: one
+    # package's file is no port of another's. Two builds of one solver in one namespace
+    # (serial/, omp/) stay ports, shown in the plainest.
+    def config(pkg: str, body: str) -> str:
+        return (f"// Checks the {pkg} package's input options.\nnamespace app {{ namespace {pkg} {{\n"
+                f"void rationalise(Config& config) {{\n{body}}}\n}} }}\n")
+    solve = ("// Sweeps the grid once with the five-point stencil.\nnamespace app {{\n"
+             "void solve(double* u, const double* f, int n) {{\n{pragma}"
+             "  for (int i = 1; i < n - 1; ++i) u[i] = 0.5 * (u[i - 1] + u[i + 1]) - f[i];\n}}\n}}\n")
+    files = {
+        "README.md": "# Packages\n\nA hydro package, a remap package and one solver.\n",
+        "src/hydro/config.cpp": config("hydro", "  if (config.cfl <= 0.) config.cfl = 0.5;\n"),
+        "src/remap/config.cpp": config("remap", (
+            "  // The remap runs every few steps; the sweep order alternates per step.\n"
+            "  if (config.step_interval < 1) config.step_interval = 1;\n"
+            "  if (config.sweep_order != 0 && config.sweep_order != 1) config.sweep_order = 0;\n"
+            "  config.limiter_coefficient = config.limiter_coefficient < 0. ? 0. : "
+            "config.limiter_coefficient;\n")),
+        "src/hydro/step.cpp": "namespace app { namespace hydro { void step() {} } }\n",
+        "src/remap/step.cpp": "namespace app { namespace remap { void step() {} } }\n",
+        "serial/solve.cpp": solve.format(pragma=""),
+        "omp/solve.cpp": solve.format(pragma="  #pragma omp parallel for\n"),
+    }
+    for name in ("mesh", "output", "timer", "halo", "restart", "units"):  # other answers
+        files[f"src/{name}.cpp"] = (f"// The {name} helpers of the driver.\nnamespace app {{\n"
+                                    f"int {name}_count(int n) {{ return n + 1; }}\n}}\n")
+    ix = index_of(tmp_path, files)
+    on = Settings()
+    assert on.retrieval.port_qualified_names
+    off = on.model_copy(deep=True)
+    off.retrieval.port_qualified_names = False
+    q = "How are the step interval, the sweep order and the limiter coefficient checked?"
+    swapped = "plainest of its same-named files"
+    hits = Engine.load(ix, on).search(q, k=2)
+    assert hits[0].chunk.path == "src/remap/config.cpp", [h.chunk.path for h in hits]
+    assert not any(swapped in w for h in hits for w in h.why)
+    before = Engine.load(ix, off).search(q, k=2)
+    assert before[0].chunk.path == "src/hydro/config.cpp", [h.chunk.path for h in before]
+    assert any(swapped in w for w in before[0].why)
+    ported = Engine.load(ix, on).search("How does the OpenMP build sweep the grid in solve?", k=4)
+    assert [h.chunk.path for h in ported][0] == "omp/solve.cpp"
+    plain = Engine.load(ix, on).search("How does solve sweep the grid with the stencil?", k=4)
+    assert plain[0].chunk.path == "serial/solve.cpp", [(h.chunk.path, h.why) for h in plain]

@@ -37,6 +37,7 @@ class PortRules:
     tie_plainest: bool = False  # retrieval.named_port_tie_plainest: of ports named alike, plainest
     enclosed_variants: bool = False  # retrieval.enclosed_variants: sub-folder copies are variants
     lone: bool = False  # retrieval.lone_reference: a port without sibling ports leads
+    qualified: bool = False  # retrieval.port_qualified_names: ports share qualified names
 
 
 # Fortran files are ports' code as C-family ones are (`src/` and a port folder of the same
@@ -355,8 +356,13 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
     if plain is None or plain == r.path or plain in shown:
         return None
     code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
-    names = {store.records[i].name for i in code}
-    mine = {store.records[i].name for i in store.members(r.path)}
+    # Qualified names when asked (retrieval.port_qualified_names): ports implement one
+    # interface in one namespace, while modules that share a pattern (each package's
+    # config.cpp defining its own rationalise) do so in namespaces of their own.
+    name_of = (lambda i: store.records[i].qualified_name or store.records[i].name) \
+        if rules.qualified else (lambda i: store.records[i].name)
+    names = {name_of(i) for i in code}
+    mine = {name_of(i) for i in store.members(r.path)}
     same = [i for i in code if store.records[i].name == r.name and store.records[i].kind == r.kind]
     # A copy in a sub-folder of the plainest member's folder is a variant of it (it adds a
     # feature to the main code above it), however many functions it adds: its chunk is shown

@@ -654,7 +654,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         rules = PortRules(rs.port_share, settings.collect.max_file_bytes, rs.plainest_port,
                           rs.device_constructs, threads, rs.reference_port_cue,
                           rs.enclosing_reference, rs.named_port_tie_plainest,
-                          rs.enclosed_variants, rs.lone_reference)
+                          rs.enclosed_variants, rs.lone_reference, rs.port_qualified_names)
         pool = plainest_variants(store, pool, folder_asks, qvec, rules)
         if rs.plainest_port and rs.other_port_share <= 1 and not threads:
             # (Not for a threads question: the port shown then runs threads, not the plainest.)

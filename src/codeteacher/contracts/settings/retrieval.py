@@ -758,6 +758,10 @@ class RetrievalSettings(_S):
     port_share: float = Field(default=0.5, ge=0, le=1, description="Share of the shortest "
                               "file's functions the picked file must define too for the two to "
                               "be ports of one thing (not unrelated files sharing a name).")
+    port_qualified_names: bool = Field(default=True, description="port_share counts "
+                                       "qualified names (namespace::f, Class::m): ports "
+                                       "implement one interface in one namespace; modules "
+                                       "that share a pattern do so in their own.")
     modules_as_files: bool = Field(default=True, description="A folder entity picked as "
                                    "evidence is replaced by its best-ranked file, unless the "
                                    "question asks about folders/modules.")
