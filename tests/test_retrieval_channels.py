@@ -1608,7 +1608,8 @@ def test_a_question_naming_its_build_tool_ranks_the_other_tools_files_down(tmp_p
 
 def test_an_example_folders_driver_is_not_ranked_down_as_off_scope(tmp_path):
     # The program's own driver lives in example/ (its main runs the simulation); a question
-    # about the time loop is answered there. Test and build chunks still take off_scope.
+    # about the time loop is answered there. Test and build chunks still take off_scope, and
+    # so does an example that holds no entry point (a deck, a sample setup).
     files = {
         "example/run.cpp": ("// Main program: advances the field and pushes the particles "
                             "every time step.\nint main() {\n  for (int step = 0; step < 10; "
@@ -1618,6 +1619,9 @@ def test_an_example_folders_driver_is_not_ranked_down_as_off_scope(tmp_path):
                                 "int test_push_one_step() { push_particles(1); return 0; }\n"),
         "src/field.cpp": "// Field solver.\nvoid advance_field(int step) { (void)step; }\n",
         "src/push.cpp": "// Particle pusher.\nvoid push_particles(int step) { (void)step; }\n",
+        "example/deck.cpp": ("// Example deck: sets up the field and the particles before the "
+                             "time steps.\nvoid setup_deck() {\n  advance_field(0);\n"
+                             "  push_particles(0);\n}\n"),
     }
     ix = index_of(tmp_path, files)
     q = "How does the main program advance the field and push the particles every time step?"
@@ -1626,9 +1630,11 @@ def test_an_example_folders_driver_is_not_ranked_down_as_off_scope(tmp_path):
         return {h.chunk.path: " ".join(h.why) for h in engine_with(ix, change).search(q, k=6)}
 
     default = notes()
+    assert "example" in Settings().rerank.off_scopes
     assert "example/run.cpp" in default and "off_scope" not in default["example/run.cpp"], default
     assert "off_scope" in default["tests/test_push.cpp"], default
-    old = notes(lambda s: setattr(s.rerank, "off_scopes", ["test", "build", "example"]))
+    assert "off_scope" in default["example/deck.cpp"], default  # an example, not the driver
+    old = notes(lambda s: setattr(s.rerank, "driver_scopes", []))
     assert "off_scope" in old["example/run.cpp"], old
 
 

@@ -207,12 +207,14 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
              option_min_lines: int = 3,
              third_party=None, other_tools: frozenset[str] = frozenset(),
              off_scopes: tuple[str, ...] = (),
-             output_words: frozenset[str] = frozenset()) -> dict[str, float]:
+             output_words: frozenset[str] = frozenset(),
+             driver=None) -> dict[str, float]:
     """Named facts about one candidate; `metadata` holds the project-metadata file names
     (licence, changelog) when the question does not ask about them; `off_scopes` the scopes
     (rerank.off_scopes) ranked down unless the question is about them; `output_words` the
     stemmed words that mark a file name as output code (rerank.output_words) when the
-    question does not ask about output."""
+    question does not ask about output; `driver(c)` is true for a chunk of a file that holds
+    the program's entry point in a scope where that exempts it (rerank.driver_scopes)."""
     f: dict[str, float] = {}
     q_mass = sum(idf(t) for t in qset) or 1.0
     parts = _name_parts(_owner_and_name(c))
@@ -250,7 +252,7 @@ def features(c: Chunk, qset: set[str], rule: IntentRule | None, intent: str,
         allowed.add("build")
     if c.scope == "generated":  # a configure script, Makefile.in, lock file a tool wrote
         f["generated"] = 1.0
-    elif c.scope in off_scopes and c.scope not in allowed:
+    elif c.scope in off_scopes and c.scope not in allowed and not (driver and driver(c)):
         f["off_scope"] = 1.0
     if metadata and _is_metadata(c.path, metadata):
         f["project_metadata"] = 1.0
@@ -275,9 +277,11 @@ def _count(pattern: re.Pattern, text: str) -> int:
 def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
            rule: IntentRule | None, intent: str, wanted: list[str],
            settings: RerankSettings, idf=lambda t: 1.0,
-           third_party_roots: tuple[str, ...] = ()) -> None:
+           third_party_roots: tuple[str, ...] = (),
+           entry_files: frozenset[str] = frozenset()) -> None:
     """Adjust `score` of the first `top_n` candidates in place; record features in `why`.
-    `third_party_roots` are folders (with a trailing slash) that hold another project's copy."""
+    `third_party_roots` are folders (with a trailing slash) that hold another project's copy;
+    `entry_files` the files that hold a program's entry point (a `main`)."""
     top = cands[: settings.top_n]
     qset = {light_stem(t) for t in question_tokens if t not in STOP}
     # Support is counted per component: a header and its implementation file (same folder and
@@ -317,13 +321,17 @@ def rerank(cands: list, records: list[Chunk], question_tokens: list[str],
     output_words = _stems(tuple(settings.output_words)) if w["output_code"] and not asks_output \
         else frozenset()
 
+    # An example folder may hold the program's own driver: its main is no off-scope example.
+    scopes = frozenset(settings.driver_scopes)
+    driver = (lambda r: r.scope in scopes and r.path in entry_files) if scopes and entry_files \
+        else None
     for c in top:
         r = records[c.idx]
         feats = features(r, qset, rule, intent, wanted, per_file[component(r.path)] - 1,
                          settings.trivial_lines, idf_memo, settings.flow_min_calls,
                          settings.file_support_cap, metadata, options,
                          settings.option_min_lines, third_party, other_tools,
-                         tuple(settings.off_scopes), output_words)
+                         tuple(settings.off_scopes), output_words, driver)
         delta = sum(w[name] * value for name, value in feats.items())
         c.score_before = c.score
         c.score += delta

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
-from ..contracts.models import Chunk, SearchHit
+from ..contracts.models import FORTRAN_EXT, Chunk, SearchHit
 from ..contracts.settings import Settings
 from ..index.layout import node_chunk, sym_node
 from ..index.lexical import STOP, tokenize
@@ -334,6 +334,21 @@ def _scope_channel(store: IndexStore, qvec: np.ndarray, rs, get, allowed, lex: n
             break
 
 
+_PROGRAM = re.compile(r"\s*program\s+\w", re.I)  # a Fortran main program's first line
+
+
+def entry_files(store: IndexStore) -> frozenset[str]:
+    """The files that hold a program's entry point: a C-family `main` or a Fortran main
+    program (once per loaded index)."""
+    memo = store.memo("entry_files")
+    if "files" not in memo:
+        memo["files"] = frozenset(
+            r.path for r in store.records if r.kind == "function" and (
+                r.name == "main" or (PurePosixPath(r.path).suffix.lower() in FORTRAN_EXT
+                                     and _PROGRAM.match(r.text))))
+    return memo["files"]
+
+
 def _third_party(store: IndexStore, rr) -> tuple[str, ...]:
     """Folders of the index that hold another project's copy (`rerank.third_party_roots`),
     found once per loaded index."""
@@ -623,7 +638,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     if settings.rerank.enabled:
         rerank(ranked, store.records, qa.tokens, rule, qa.intent, qa.wanted, settings.rerank,
-               store.lexical.idf, _third_party(store, settings.rerank))
+               store.lexical.idf, _third_party(store, settings.rerank), entry_files(store))
         ranked.sort(key=lambda c: -c.score)
     if settings.cross_encoder.model:
         cross_encode(ranked, store.records, question, settings.cross_encoder)

@@ -218,10 +218,15 @@ class RerankSettings(_S):
                  "code_of_conduct", "citation"],
         description="File names (lower case, before the first dot) that hold project metadata.")
     off_scopes: list[Literal["test", "build", "example"]] = Field(
-        default=["test", "build"], description="Scopes whose chunks take the off_scope weight "
-        "when the question is not about them (routing allow_scopes, wanted). Not 'example': "
-        "an example folder often holds the program's own driver (its main), and ranking it "
-        "down cost one held-aside corpus two questions while no other set moved.")
+        default=["test", "build", "example"], description="Scopes whose chunks take the "
+        "off_scope weight when the question is not about them (routing allow_scopes, wanted). "
+        "An example's driver is exempt (driver_scopes): an example folder often holds the "
+        "program's own main, and ranking it down cost one held-aside corpus two questions; "
+        "example decks and sample outputs took answer slots (two corpora up, the rest level).")
+    driver_scopes: list[Literal["test", "build", "example"]] = Field(
+        default=["example"], description="Of these off_scopes, a file that holds the "
+        "program's entry point (a C-family main, a Fortran main program) takes no off_scope "
+        "weight: an example folder often holds the program's own driver.")
     third_party_notice: bool = Field(default=True, description="A folder most of whose code "
                                      "files open with a licence notice of a holder that no code "
                                      "file outside it names is another project's copy too "
