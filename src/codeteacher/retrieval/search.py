@@ -20,9 +20,9 @@ from ..index.layout import node_chunk, sym_node
 from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
 from .literal import match_literals, match_numbers, numbers
+from .name_variants import unnamed_variants
 from .ports import (PortRules, family_key, is_code_name, language_words, mirrored, other_port,
                     plainest_twin, unnamed_versions)
-from .name_variants import unnamed_variants
 from .query import QueryAnalysis, analyze
 from .rerank import CODE as CODE_KINDS
 from .rerank import low_signal
