@@ -689,7 +689,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
             "file of a version the question does not name (shown after the rest)")
     if rs.named_variants:
         later = unnamed_variants(store, written | set(languages), rs.variant_text_share,
-                                 settings.collect.max_file_bytes)
+                                 settings.collect.max_file_bytes,
+                                 {store.records[c.idx].path for c in pool})
         if later:
             pool = follow_the_rest(pool, lambda c: store.records[c.idx].path in later,
                                    "variant file the question does not name (shown after "
