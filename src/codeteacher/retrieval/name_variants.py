@@ -12,18 +12,18 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from ..index.lexical import tokenize
+from ..index.lexical import split_identifier, tokenize
 from ..index.store import IndexStore
 from .ports import file_text, is_code_name
-
-# Words of a file stem as written: "nstream-mpi" -> nstream, mpi; "CUDAStream" -> cuda, stream.
-_STEM_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 Family = dict[str, frozenset[str]]  # member path -> its variant words
 
 
 def stem_words(path: str) -> frozenset[str]:
-    return frozenset(w.lower() for w in _STEM_WORD.findall(PurePosixPath(path).stem))
+    """The words of a file stem as written, unstemmed: "nstream-mpi" -> nstream, mpi;
+    "CUDAStream" -> cuda, stream (the identifier split of the lexical index)."""
+    return frozenset(w for part in re.split(r"[^A-Za-z0-9_]+", PurePosixPath(path).stem)
+                     for w in split_identifier(part))
 
 
 def _code_files(store: IndexStore) -> dict[str, list[str]]:
