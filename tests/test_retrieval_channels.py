@@ -2188,3 +2188,16 @@ def test_modules_that_share_a_pattern_are_no_ports_of_each_other(tmp_path):
     assert [h.chunk.path for h in ported][0] == "omp/solve.cpp"
     plain = Engine.load(ix, on).search("How does solve sweep the grid with the stencil?", k=4)
     assert plain[0].chunk.path == "serial/solve.cpp", [(h.chunk.path, h.why) for h in plain]
+
+
+def test_a_fortran_main_program_after_its_comment_is_an_entry_point(tmp_path):
+    # The program unit's chunk opens with the comment before it; the unit's statement (its
+    # signature) says it is the main program.
+    from codeteacher.retrieval.search import entry_files
+
+    files = {"example/driver.f90": "! Runs the example case to the end time.\nprogram driver\n"
+                                   "  call advance()\nend program driver\n",
+             "example/advance.f90": "! One step.\nsubroutine advance()\nend subroutine advance\n",
+             "src/run.c": "/* The C driver. */\nint main(void) { return 0; }\n"}
+    store = Engine.load(index_of(tmp_path, files), Settings()).store
+    assert entry_files(store) == {"example/driver.f90", "src/run.c"}

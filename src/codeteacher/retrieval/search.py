@@ -334,18 +334,19 @@ def _scope_channel(store: IndexStore, qvec: np.ndarray, rs, get, allowed, lex: n
             break
 
 
-_PROGRAM = re.compile(r"\s*program\s+\w", re.I)  # a Fortran main program's first line
+_PROGRAM = re.compile(r"\s*program\s+\w", re.I)  # a Fortran main program's statement
 
 
 def entry_files(store: IndexStore) -> frozenset[str]:
     """The files that hold a program's entry point: a C-family `main` or a Fortran main
-    program (once per loaded index)."""
+    program, told by the unit's statement (its signature: the chunk's text opens with the
+    comment before it) (once per loaded index)."""
     memo = store.memo("entry_files")
     if "files" not in memo:
         memo["files"] = frozenset(
             r.path for r in store.records if r.kind == "function" and (
                 r.name == "main" or (PurePosixPath(r.path).suffix.lower() in FORTRAN_EXT
-                                     and _PROGRAM.match(r.text))))
+                                     and _PROGRAM.match(r.signature or ""))))
     return memo["files"]
 
 
