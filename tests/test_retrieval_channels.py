@@ -2145,12 +2145,12 @@ def test_a_question_that_names_a_file_variant_is_answered_from_it(tmp_path):
 
 
 def test_modules_that_share_a_pattern_are_no_ports_of_each_other(tmp_path):
-    # Each package's config.cpp defines its own rationalise() in its own namespace: one
+    # Each package's config.cpp defines its own check_options() in its own namespace: one
     # package's file is no port of another's. Two builds of one solver in one namespace
     # (serial/, omp/) stay ports, shown in the plainest.
     def config(pkg: str, body: str) -> str:
         return (f"// Checks the {pkg} package's input options.\nnamespace app {{ namespace {pkg} {{\n"
-                f"void rationalise(Config& config) {{\n{body}}}\n}} }}\n")
+                f"void check_options(Config& config) {{\n{body}}}\n}} }}\n")
     solve = ("// Sweeps the grid once with the five-point stencil.\nnamespace app {{\n"
              "void solve(double* u, const double* f, int n) {{\n{pragma}"
              "  for (int i = 1; i < n - 1; ++i) u[i] = 0.5 * (u[i - 1] + u[i + 1]) - f[i];\n}}\n}}\n")

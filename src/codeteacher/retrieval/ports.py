@@ -358,7 +358,7 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
     code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
     # Qualified names when asked (retrieval.port_qualified_names): ports implement one
     # interface in one namespace, while modules that share a pattern (each package's
-    # config.cpp defining its own rationalise) do so in namespaces of their own.
+    # config.cpp defining its own check_options) do so in namespaces of their own.
     name_of = (lambda i: store.records[i].qualified_name or store.records[i].name) \
         if rules.qualified else (lambda i: store.records[i].name)
     names = {name_of(i) for i in code}
