@@ -2201,3 +2201,60 @@ def test_a_fortran_main_program_after_its_comment_is_an_entry_point(tmp_path):
              "src/run.c": "/* The C driver. */\nint main(void) { return 0; }\n"}
     store = Engine.load(index_of(tmp_path, files), Settings()).store
     assert entry_files(store) == {"example/driver.f90", "src/run.c"}
+
+
+def test_a_driver_and_the_kernel_of_its_name_are_two_answers_with_name_family_ports(tmp_path):
+    # driver/accelerate.cpp calls kernel/accelerate.cpp: one name, different functions (each
+    # in its own namespace). By name alone they are one family and one of them is shown;
+    # with name_family_ports both are, while two builds of one solver stay one answer.
+    files = {
+        "README.md": "# Hydro\n\nA Lagrangian hydro step and one solver.\n",
+        "src/driver/accelerate.cpp": (
+            "// Drives the nodal acceleration: gathers corner forces, then calls the kernel.\n"
+            "namespace app { namespace driver {\n"
+            "void accelerate(Mesh& mesh, double dt) {\n"
+            "  gather_corner_forces(mesh);\n"
+            "  kernel::accelerate_nodes(mesh.node_force, mesh.node_mass, mesh.node_velocity, dt);\n"
+            "}\n} }\n"),
+        "src/kernel/accelerate.cpp": (
+            "// Nodal acceleration kernel: velocity from corner forces over nodal mass.\n"
+            "namespace app { namespace kernel {\n"
+            "void accelerate_nodes(const double* node_force, const double* node_mass,\n"
+            "                      double* node_velocity, double dt) {\n"
+            "  for (int i = 0; i < 64; ++i) node_velocity[i] += dt * node_force[i] / node_mass[i];\n"
+            "}\n} }\n"),
+        "serial/solve.cpp": "namespace app {\nvoid solve(double* u, int n) {\n"
+                            "  for (int i = 1; i < n; ++i) u[i] = 0.5 * (u[i - 1] + u[i]);\n}\n}\n",
+        "omp/solve.cpp": "namespace app {\nvoid solve(double* u, int n) {\n  #pragma omp parallel for\n"
+                         "  for (int i = 1; i < n; ++i) u[i] = 0.5 * (u[i - 1] + u[i]);\n}\n}\n",
+    }
+    for name in ("mesh", "output", "timer", "halo", "restart", "units"):  # other answers
+        files[f"src/{name}.cpp"] = (f"// The {name} helpers of the driver.\nnamespace app {{\n"
+                                    f"int {name}_count(int n) {{ return n + 1; }}\n}}\n")
+    ix = index_of(tmp_path, files)
+    off = Settings()
+    on = off.model_copy(deep=True)
+    on.retrieval.name_family_ports = True
+    q = "How do the corner forces end up as updated node velocities in the acceleration step?"
+    pair = {"src/driver/accelerate.cpp", "src/kernel/accelerate.cpp"}
+    shown = [h.chunk.path for h in Engine.load(ix, on).search(q, k=4)]
+    assert pair <= set(shown), shown
+    by_name = [h.chunk.path for h in Engine.load(ix, off).search(q, k=4)]
+    assert len(pair & set(by_name)) == 1, by_name
+    solved = [h.chunk.path for h in Engine.load(ix, on).search("How does solve average u?", k=4)]
+    assert len({"serial/solve.cpp", "omp/solve.cpp"} & set(solved)) == 1, solved
+
+
+def test_short_forms_are_searched_when_the_code_writes_them():
+    # "time step" -> dt only when the corpus has the token, and, with a ratio, only when the
+    # code writes the short form at least as often as the words written out.
+    from codeteacher.index.lexical import abbreviations
+
+    table = {"time ?steps?|timesteps?": ["dt"], "neighbou?rs?": ["neigh", "nbr"]}
+    vocab = {"dt", "neigh", "time", "step", "neighbor"}
+    q = "How is the time step chosen from the neighbours?"
+    assert abbreviations(q, vocab, table) == ["dt", "neigh"]
+    assert abbreviations("How is the output written?", vocab, table) == []
+    df = {"dt": 40, "time": 10, "step": 30, "neigh": 2, "neighbour": 50}
+    assert abbreviations(q, vocab, table, df, 1.0) == ["dt"]
+    assert abbreviations(q, vocab, table, df, 2.0) == []

@@ -103,6 +103,30 @@ def acronyms(text: str, vocab) -> list[str]:
     return out
 
 
+def abbreviations(text: str, vocab, table: dict[str, list[str]], df: dict[str, int] | None = None,
+                  ratio: float = 0.0) -> list[str]:
+    """The short forms code writes for the question's words ("time step" -> `dt`, "neighbour"
+    -> `neigh`), from a table of generic programming abbreviations (`table`: a phrase, as
+    a regular expression, -> its short forms), kept when the corpus uses them as tokens.
+    With `df` and `ratio`, a short form is kept only when at least `ratio` times as many
+    chunks hold it as hold the words written out (their commonest token, or the words run
+    together): a code that says "neighbor" where it means it needs no `neigh`."""
+    low = text.lower()
+    out: list[str] = []
+    for phrase, shorts in table.items():
+        m = re.search(r"\b(?:" + phrase + r")\b", low)
+        if not m:
+            continue
+        long_df = 0
+        if df is not None and ratio:
+            words = m.group(0)
+            forms = set(tokenize(words)) | {re.sub(r"[\s-]+", "", words)}
+            long_df = max((df.get(t, 0) for t in forms), default=0)
+        out += [a for a in shorts if a in vocab and a not in out
+                and (not long_df or df.get(a, 0) >= ratio * long_df)]
+    return out
+
+
 FILES_SUBDIR = "files"  # whole-file BM25, inside the chunk BM25 folder
 
 

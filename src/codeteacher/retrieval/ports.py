@@ -105,6 +105,28 @@ def mirrored(store: IndexStore, a: str, b: str, share: float) -> bool:
     return union > 2 and len(fa & fb) >= share * union
 
 
+def code_names(store: IndexStore, path: str, qualified: bool) -> frozenset[str]:
+    """The functions and classes a code file defines, by qualified name when `qualified`
+    (ports implement one interface in one namespace; see `plainest_twin`)."""
+    cache = store.memo(f"code_names:{qualified}")
+    if path not in cache:
+        recs = [store.records[i] for i in store.members(path)]
+        cache[path] = frozenset((r.qualified_name or r.name) if qualified else r.name
+                                for r in recs if r.kind in _PORT_KINDS)
+    return cache[path]
+
+
+def same_code(store: IndexStore, a: str, b: str, share: float, qualified: bool) -> bool:
+    """True when two same-named code files are one thing in two places (ports, copies): they
+    define `share` of the smaller file's functions alike, or neither defines any (a header of
+    macros). A driver and the kernel it calls, `driver/get_dt.cpp` beside `kernel/get_dt.cpp`,
+    share a name but define different functions: two answers, not one."""
+    na, nb = code_names(store, a, qualified), code_names(store, b, qualified)
+    if not na or not nb:
+        return not na and not nb
+    return len(na & nb) >= share * min(len(na), len(nb))
+
+
 def _folder_names(store: IndexStore) -> dict[str, set[str]]:
     """Folder -> the names of the files directly in it (once per loaded index)."""
     names = store.memo("folder_names")

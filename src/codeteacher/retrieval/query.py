@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, Field
 
-from ..index.lexical import STOP, acronyms, tokenize
+from ..index.lexical import STOP, abbreviations, acronyms, tokenize
 from ..index.store import IndexStore
 from .literal import literals
 
@@ -32,6 +32,9 @@ CODE_EXT = (".h", ".hh", ".hpp", ".hxx", ".cpp", ".cc", ".cxx", ".c", ".cu", ".c
 class QueryAnalysis(BaseModel):
     question: str
     tokens: list[str]
+    # Short forms code writes for the question's words (`dt` for "time step"), searched
+    # lexically beside the tokens at `retrieval.short_form_weight`.
+    short_forms: list[str] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)  # repository paths named (with siblings)
     named_files: list[str] = Field(default_factory=list)  # the ones literally named
     stem_files: list[str] = Field(default_factory=list)  # named by stem ("runBench")
@@ -102,12 +105,17 @@ def _kind_named(question: str, m: re.Match, word: str, cue: str, qualifiers: str
 
 def analyze(question: str, store: IndexStore, weak: float = 0.05, acronym: float = 0.1,
             weak_max_defs: int = 8, weak_min_chars: int = 5, kind_cue: str = "",
-            kind_qualifiers: str = "", kind_confidence: float = 1.0) -> QueryAnalysis:
+            kind_qualifiers: str = "", kind_confidence: float = 1.0,
+            short_forms: dict[str, list[str]] | None = None,
+            short_form_ratio: float = 0.0) -> QueryAnalysis:
     tokens = tokenize(question)
     tokens += [a for a in acronyms(question, store.lexical.vocab) if a not in tokens]
+    shorts = [a for a in abbreviations(question, store.lexical.vocab, short_forms,
+                                       store.lexical.df, short_form_ratio)
+              if a not in tokens] if short_forms else []
     project_names = {n.lower() for n in (store.manifest.name, PurePosixPath(
         store.manifest.root).name) if n}
-    qa = QueryAnalysis(question=question, tokens=tokens, literals=[
+    qa = QueryAnalysis(question=question, tokens=tokens, short_forms=shorts, literals=[
         w for w in literals(question) if w.lower() not in project_names])
     files: list[str] = []
     for word in file_names(question):

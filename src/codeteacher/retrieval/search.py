@@ -22,7 +22,7 @@ from ..index.store import IndexStore
 from .literal import match_literals, match_numbers, numbers
 from .name_variants import unnamed_variants
 from .ports import (PortRules, family_key, is_code_name, language_words, mirrored, other_port,
-                    plainest_twin, unnamed_versions)
+                    plainest_twin, same_code, unnamed_versions)
 from .query import QueryAnalysis, analyze
 from .rerank import CODE as CODE_KINDS
 from .rerank import low_signal
@@ -89,6 +89,8 @@ def gather_candidates(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis,
             break
     # Lexical: BM25 over identifier-aware tokens.
     lex = store.lexical.scores(qa.tokens)
+    if qa.short_forms and rs.short_form_weight:
+        lex = lex + rs.short_form_weight * store.lexical.scores(qa.short_forms)
     if allowed is not None:
         lex = np.where(allowed, lex, 0.0)
     for rank, i in enumerate(_top(lex, rs.lexical_k)):
@@ -276,6 +278,8 @@ def _file_channel(store: IndexStore, qvec: np.ndarray, qa: QueryAnalysis, rs, ge
     if not fc.enabled or files is None or not weight:
         return
     fs = files.scores(qa.tokens)
+    if qa.short_forms and rs.short_form_file_weight:
+        fs = fs + rs.short_form_file_weight * files.scores(qa.short_forms)
     found = set(found_by)
     for rank, j in enumerate(_top(fs, fc.top_files)):
         path = files.paths[j]
@@ -407,7 +411,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
            same_file_penalty: float = 0.0, max_per_name: int | None = None,
            pool_size: int = 40, replace_modules: bool = False,
            one_of_identical: bool = False, mirror_share: float = 2.0,
-           caps: list[FileCap] = (), trivial_lines: int = 0) -> list[Candidate]:
+           caps: list[FileCap] = (), trivial_lines: int = 0,
+           one_thing: Callable[[str, str], bool] | None = None) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file. Files with the
@@ -417,7 +422,9 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     For code files the name alone makes the family; other files (build scripts, input decks)
     join it only when their folders mirror each other (`mirrored`): a CMakeLists.txt per
     sub-folder is one build file each, a model.cmake per port folder is one answer. Each of
-    `caps` bounds the files of one kind (data files, documents)."""
+    `caps` bounds the files of one kind (data files, documents). With `one_thing`, a code file
+    joins its name's family only when it is one thing with a member shown (`ports.same_code`:
+    a port or a copy, not a driver beside the kernel of the same name)."""
     chosen: list[Candidate] = []
     seen_ranges: set[tuple] = set()
     chosen_ids: set[str] = set()
@@ -480,8 +487,12 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
         # A call-chain entity spans its root function's lines but says something else.
         key = (r.path, r.start_line, r.end_line, r.kind == "call_chain")
         name = family_key(store, r.path)
-        family = per_name[name] if is_code_name(name) else \
-            {p for p in per_name[name] if mirrored(store, p, r.path, mirror_share)}
+        if not is_code_name(name):
+            family = {p for p in per_name[name] if mirrored(store, p, r.path, mirror_share)}
+        elif one_thing is not None:
+            family = {p for p in per_name[name] if p == r.path or one_thing(p, r.path)}
+        else:
+            family = per_name[name]
         capped = [cap for cap in caps if cap.holds(r)]
         if any(r.path not in cap.shown and len(cap.shown) >= cap.limit for cap in capped):
             continue
@@ -628,7 +639,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     rs = settings.retrieval
     qa = analyze(question, store, rs.weak_symbol_confidence, rs.acronym_symbol_confidence,
                  rs.weak_symbol_max_defs, rs.weak_symbol_min_chars, rs.kind_noun_cue,
-                 rs.kind_noun_qualifiers, rs.kind_noun_confidence)
+                 rs.kind_noun_qualifiers, rs.kind_noun_confidence, rs.short_forms,
+                 rs.short_form_ratio)
     qa.intent, qa.profile, qa.wanted = classify(qa, settings.routing)
     rule = settings.routing.intents.get(qa.intent) if settings.routing.enabled else None
     qvec = embedder.embed([question])[0]
@@ -659,7 +671,9 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                   rs.one_of_identical, rs.mirror_share,
                   [] if allowed is not None else
                   _file_caps(store, rs, question, qa.wanted, frozenset(qa.named_files)),
-                  settings.rerank.trivial_lines if rs.skip_trivial_inner else 0)
+                  settings.rerank.trivial_lines if rs.skip_trivial_inner else 0,
+                  (lambda a, b: same_code(store, a, b, rs.port_share, rs.port_qualified_names))
+                  if rs.name_family_ports else None)
     # The question's words as they name port and version folders ("C++" names cpp/).
     languages = language_words(question, rs.language_words)
     folder_asks = qa.tokens + languages

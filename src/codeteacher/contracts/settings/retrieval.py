@@ -604,6 +604,30 @@ class RetrievalSettings(_S):
                                      "and crowds out the other files (2 -> 1: recall@5 up on the "
                                      "dev corpus with ports, unchanged elsewhere). null = no "
                                      "limit.")
+    short_forms: dict[str, list[str]] = Field(default_factory=dict, description="Generic "
+                                              "programming abbreviations, a phrase (regular "
+                                              "expression) -> the short forms code writes for "
+                                              "it ('time step' -> dt): added to the lexical "
+                                              "query when the corpus uses them as tokens. "
+                                              "Empty = off: eval/data/short_forms.json lifts "
+                                              "the mean of 36 sets by 0.007-0.011 @5 but "
+                                              "costs 3-9 sets at every weight and ratio.")
+    short_form_weight: float = Field(default=1.0, ge=0, description="Weight of the short "
+                                     "forms' BM25 scores over chunks beside the question's own "
+                                     "words (1 = as if the question had written them).")
+    short_form_file_weight: float = Field(default=1.0, ge=0, description="The same for the "
+                                          "whole-file list.")
+    short_form_ratio: float = Field(default=0.0, ge=0, description="A short form is searched "
+                                    "only when this many times as many chunks hold it as hold "
+                                    "the words written out (0 = always).")
+    name_family_ports: bool = Field(default=False, description="With max_per_name: a code file "
+                                    "joins its name's family only when it is a port or copy of "
+                                    "a member shown (port_share of the smaller file's functions "
+                                    "alike, by port_qualified_names): a driver and the kernel "
+                                    "it calls, driver/get_dt.cpp and kernel/get_dt.cpp, are two "
+                                    "answers, not one. Off: one seen set up (+0.056), the "
+                                    "other 35 level, but a new set lost a question (a CLI "
+                                    "tool's zfp.c beside the library's took a slot).")
     mirror_share: float = Field(default=0.5, ge=0, description="Other files (build scripts, "
                                 "decks) of one base name are one family too when their folders "
                                 "mirror each other: the folders' file-name sets overlap by at "
