@@ -2235,7 +2235,7 @@ def test_a_driver_and_the_kernel_of_its_name_are_two_answers_with_name_family_po
     off = Settings()
     on = off.model_copy(deep=True)
     on.retrieval.name_family_ports = True
-    q = "How do the corner forces end up as updated node velocities in the acceleration step?"
+    q = "Where are the forces gathered and the velocity updated in the accelerate step?"
     pair = {"src/driver/accelerate.cpp", "src/kernel/accelerate.cpp"}
     shown = [h.chunk.path for h in Engine.load(ix, on).search(q, k=4)]
     assert pair <= set(shown), shown

@@ -119,7 +119,7 @@ def code_names(store: IndexStore, path: str, qualified: bool) -> frozenset[str]:
 def same_code(store: IndexStore, a: str, b: str, share: float, qualified: bool) -> bool:
     """True when two same-named code files are one thing in two places (ports, copies): they
     define `share` of the smaller file's functions alike, or neither defines any (a header of
-    macros). A driver and the kernel it calls, `driver/get_dt.cpp` beside `kernel/get_dt.cpp`,
+    macros). A driver and the kernel it calls, `driver/step.cpp` beside `kernel/step.cpp`,
     share a name but define different functions: two answers, not one."""
     na, nb = code_names(store, a, qualified), code_names(store, b, qualified)
     if not na or not nb:

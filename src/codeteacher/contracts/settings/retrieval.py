@@ -624,10 +624,11 @@ class RetrievalSettings(_S):
                                     "joins its name's family only when it is a port or copy of "
                                     "a member shown (port_share of the smaller file's functions "
                                     "alike, by port_qualified_names): a driver and the kernel "
-                                    "it calls, driver/get_dt.cpp and kernel/get_dt.cpp, are two "
+                                    "it calls, driver/step.cpp and kernel/step.cpp, are two "
                                     "answers, not one. Off: one seen set up (+0.056), the "
-                                    "other 35 level, but a new set lost a question (a CLI "
-                                    "tool's zfp.c beside the library's took a slot).")
+                                    "other 35 level, but a new set lost a question (a "
+                                    "command-line tool's file of the library's name took a "
+                                    "slot).")
     mirror_share: float = Field(default=0.5, ge=0, description="Other files (build scripts, "
                                 "decks) of one base name are one family too when their folders "
                                 "mirror each other: the folders' file-name sets overlap by at "
