@@ -610,8 +610,8 @@ class RetrievalSettings(_S):
                                               "it ('time step' -> dt): added to the lexical "
                                               "query when the corpus uses them as tokens. "
                                               "Empty = off: eval/data/short_forms.json lifts "
-                                              "the mean of 36 sets by 0.007-0.011 @5 but "
-                                              "costs 3-9 sets at every weight and ratio.")
+                                              "the mean of 35 sets by 0.004-0.012 @5 but "
+                                              "costs 2-10 sets at every weight and ratio.")
     short_form_weight: float = Field(default=1.0, ge=0, description="Weight of the short "
                                      "forms' BM25 scores over chunks beside the question's own "
                                      "words (1 = as if the question had written them).")
