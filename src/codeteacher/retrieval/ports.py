@@ -105,14 +105,19 @@ def mirrored(store: IndexStore, a: str, b: str, share: float) -> bool:
     return union > 2 and len(fa & fb) >= share * union
 
 
+def _port_name(r, qualified: bool) -> str:
+    """The name ports compare a record by: qualified when `qualified` (ports implement one
+    interface in one namespace, while modules that share a pattern, each package's
+    config.cpp defining its own check_options, do so in namespaces of their own)."""
+    return (r.qualified_name or r.name) if qualified else r.name
+
+
 def code_names(store: IndexStore, path: str, qualified: bool) -> frozenset[str]:
-    """The functions and classes a code file defines, by qualified name when `qualified`
-    (ports implement one interface in one namespace; see `plainest_twin`)."""
+    """The functions and classes a code file defines, by `_port_name` (once per file)."""
     cache = store.memo(f"code_names:{qualified}")
     if path not in cache:
         recs = [store.records[i] for i in store.members(path)]
-        cache[path] = frozenset((r.qualified_name or r.name) if qualified else r.name
-                                for r in recs if r.kind in _PORT_KINDS)
+        cache[path] = frozenset(_port_name(r, qualified) for r in recs if r.kind in _PORT_KINDS)
     return cache[path]
 
 
@@ -378,13 +383,9 @@ def plainest_twin(store: IndexStore, r, asked: set[str], shown: set[str], qvec: 
     if plain is None or plain == r.path or plain in shown:
         return None
     code = [i for i in store.members(plain) if store.records[i].kind in _PORT_KINDS]
-    # Qualified names when asked (retrieval.port_qualified_names): ports implement one
-    # interface in one namespace, while modules that share a pattern (each package's
-    # config.cpp defining its own check_options) do so in namespaces of their own.
-    name_of = (lambda i: store.records[i].qualified_name or store.records[i].name) \
-        if rules.qualified else (lambda i: store.records[i].name)
-    names = {name_of(i) for i in code}
-    mine = {name_of(i) for i in store.members(r.path)}
+    # Qualified names when asked (retrieval.port_qualified_names, `_port_name`).
+    names = code_names(store, plain, rules.qualified)
+    mine = {_port_name(store.records[i], rules.qualified) for i in store.members(r.path)}
     same = [i for i in code if store.records[i].name == r.name and store.records[i].kind == r.kind]
     # A copy in a sub-folder of the plainest member's folder is a variant of it (it adds a
     # feature to the main code above it), however many functions it adds: its chunk is shown
