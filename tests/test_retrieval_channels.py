@@ -2258,3 +2258,80 @@ def test_short_forms_are_searched_when_the_code_writes_them():
     df = {"dt": 40, "time": 10, "step": 30, "neigh": 2, "neighbour": 50}
     assert abbreviations(q, vocab, table, df, 1.0) == ["dt"]
     assert abbreviations(q, vocab, table, df, 2.0) == []
+
+
+def test_a_sibling_that_clearly_holds_the_question_words_passes_the_siblings_above_it(tmp_path):
+    # solver/ holds three solvers that share the folder's words (solver, iteration, residual);
+    # only sor.cpp holds "damped", "relaxation" and "omega". Ranked wrong (minres, qmr, sor),
+    # the contest moves sor.cpp into the first of the three places; a file of another
+    # folder keeps its place between them; near ties (a large margin) and a folder that holds
+    # more than max_folder_share of the files do not move.
+    from codeteacher.index.lexical import tokenize
+    from codeteacher.retrieval.search import Candidate
+    from codeteacher.retrieval.siblings import sibling_contest
+
+    shared = "// Solver iteration on the residual of the matrix system.\n"
+    files = {
+        "solver/minres.cpp": shared + "void minres_solve(double* r, int n) {\n"
+                             "  for (int it = 0; it < n; ++it) r[it] *= 0.5;  // residual\n}\n",
+        "solver/qmr.cpp": shared + "void qmr_solve(double* r, int n) {\n"
+                          "  for (int it = 0; it < n; ++it) r[it] -= 0.25;  // residual\n}\n",
+        "solver/sor.cpp": shared + "// Damped relaxation: the update is weighted by omega.\n"
+                          "void sor_solve(double* r, double omega, int n) {\n"
+                          "  for (int it = 0; it < n; ++it) r[it] *= omega;  // damped\n}\n",
+    }
+    for name in ("mesh", "output", "timer", "halo", "restart", "units", "input", "deck", "io",
+                 "log"):
+        files[f"{name}/{name}.cpp"] = (f"// The {name} helpers.\n"
+                                       f"int {name}_count(int n) {{ return n + 1; }}\n")
+    ix = index_of(tmp_path, files)
+    s = Settings()
+    sw = s.retrieval.sibling_words  # on by default, margin 3
+    store = Engine.load(ix, s).store
+    q = "Where is the damped relaxation with weight omega applied in the solver iteration?"
+    tokens = tokenize(q)
+
+    def ranked() -> list:
+        order = [("solver/minres.cpp", 0.05), ("mesh/mesh.cpp", 0.045), ("solver/qmr.cpp", 0.04),
+                 ("solver/sor.cpp", 0.03)]
+        return [Candidate(idx=store.file_record_index(p), score=v) for p, v in order]
+
+    def paths(cands) -> list[str]:
+        return [store.records[c.idx].path for c in sorted(cands, key=lambda c: -c.score)]
+
+    moved = ranked()
+    assert sibling_contest(store, moved, tokens, sw) == 3
+    assert paths(moved) == ["solver/sor.cpp", "mesh/mesh.cpp", "solver/minres.cpp",
+                            "solver/qmr.cpp"]
+    assert any(w.startswith("before a sibling file") for w in moved[3].why)
+    for change in ({"margin": 1000.0}, {"max_folder_share": 0.1}, {"enabled": False}):
+        kept = ranked()
+        assert sibling_contest(store, kept, tokens, sw.model_copy(update=change)) == 0, change
+        assert paths(kept) == ["solver/minres.cpp", "mesh/mesh.cpp", "solver/qmr.cpp",
+                               "solver/sor.cpp"]
+
+
+def test_inline_implementation_files_a_header_includes_are_parsed_as_code(tmp_path):
+    # Planar.h declares; Planar.I (the inline-implementation convention of SAMRAI-style codes),
+    # and length.icc / grow.txx, define what the header includes. They are C++ code, parsed
+    # into functions, not line windows of a data format (which the data-file cap would hold).
+    files = {
+        "src/Planar.h": "#ifndef PLANAR_H\n#define PLANAR_H\nclass Planar {\n public:\n"
+                       "  double norm() const;\n  void scale(double f);\n  double x, y;\n};\n"
+                       "#include \"Planar.I\"\n#endif\n",
+        "src/Planar.I": "// Inline definitions of Planar.\n"
+                       "inline double Planar::norm() const { return x * x + y * y; }\n"
+                       "inline void Planar::scale(double f) { x *= f; y *= f; }\n",
+        "src/length.icc": "inline double squared_length(const Planar& p) { return p.norm(); }\n",
+        "src/grow.txx": "template <class T> T scaled(T v, double f) { v.scale(f); return v; }\n",
+        "README.md": "# Planar\n\nA small geometry library.\n",
+    }
+    store = Engine.load(index_of(tmp_path, files)).store
+    kinds = {p: {(r.kind, r.language) for r in store.records if r.path == p and r.kind != "file"}
+             for p in ("src/Planar.I", "src/length.icc", "src/grow.txx")}
+    assert kinds["src/Planar.I"] == {("method", "cpp")}, kinds
+    assert kinds["src/length.icc"] == {("function", "cpp")}, kinds
+    assert kinds["src/grow.txx"] and all(lang == "cpp" and kind != "script"
+                                          for kind, lang in kinds["src/grow.txx"]), kinds
+    names = {r.qualified_name for r in store.records if r.path == "src/Planar.I"}
+    assert {"Planar::norm", "Planar::scale"} <= names, names

@@ -24,8 +24,9 @@ from ..contracts.models import Chunk
 # split at its sectioning commands, each section titled by its heading; 16: Fortran is parsed
 # by tree-sitter-fortran into program units, no longer cut into line windows; 17: a Fortran
 # unit's calls are its own, not those of the procedures it contains; 18: a Fortran derived type
-# is a struct chunk).
-CHUNKER_VERSION = "cpp-ts-18"
+# is a struct chunk; 19: inline-implementation files (.icc, .txx, .i) and C++ module units
+# are C++ code, parsed, not line windows).
+CHUNKER_VERSION = "cpp-ts-19"
 FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"

@@ -211,6 +211,18 @@ class LexicalIndex:
             return np.zeros(self._r.scores["num_docs"], dtype=np.float32)
         return np.asarray(self._r.get_scores(known), dtype=np.float32)
 
+    def column(self, token: str) -> tuple[np.ndarray, np.ndarray]:
+        """The documents that hold `token` and its BM25 score in each (both index kinds keep
+        these columns: a built bm25s index in `scores`, a loaded one in `SavedScores`)."""
+        i = self.vocab.get(token)
+        if i is None or not token:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        arr = self._r if isinstance(self._r, SavedScores) else None
+        data, indices, indptr = (arr.data, arr.indices, arr.indptr) if arr is not None else \
+            (self._r.scores["data"], self._r.scores["indices"], self._r.scores["indptr"])
+        a, b = indptr[i], indptr[i + 1]
+        return np.asarray(indices[a:b]), np.asarray(data[a:b], dtype=np.float32)
+
     def save(self, folder: Path) -> None:
         import json
 

@@ -27,6 +27,7 @@ from .query import QueryAnalysis, analyze
 from .rerank import CODE as CODE_KINDS
 from .rerank import low_signal
 from .routing import cue_pattern
+from .siblings import sibling_contest
 
 
 @dataclass(eq=False)  # one Candidate per record: identity is equality (and much cheaper)
@@ -655,6 +656,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
         ranked.sort(key=lambda c: -c.score)
     if settings.cross_encoder.model:
         cross_encode(ranked, store.records, question, settings.cross_encoder)
+        ranked.sort(key=lambda c: -c.score)
+    if rs.sibling_words.enabled and sibling_contest(store, ranked, qa.tokens, rs.sibling_words):
         ranked.sort(key=lambda c: -c.score)
     added = []
     if settings.expansion.enabled and allowed is None:

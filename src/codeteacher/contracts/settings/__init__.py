@@ -37,10 +37,14 @@ class Section(BaseModel):
 class CollectSettings(Section):
     code_extensions: list[str] = Field(
         default=[".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl", ".tpp",
-                 ".cu", ".cuh", ".hip", ".ipp", ".tcc",
+                 ".cu", ".cuh", ".hip", ".ipp", ".tcc", ".icc", ".txx", ".ixx", ".cppm",
+                 ".c++", ".h++", ".i",
                  *FORTRAN_EXT],
-        description=("Extensions parsed as code: C/C++/CUDA by tree-sitter-cpp, Fortran (fixed "
-                     "and free form, either case) by tree-sitter-fortran."))
+        description=("Extensions parsed as code (compared lower-case): C/C++/CUDA by "
+                     "tree-sitter-cpp, Fortran (fixed and free form, either case) by "
+                     "tree-sitter-fortran. The inline-implementation files that a header "
+                     "includes (.icc, .txx, .i/.I) and C++ module units (.ixx, .cppm) are C++ "
+                     "code, not data windows."))
     doc_extensions: list[str] = Field(
         default=[".md", ".markdown", ".rst", ".txt", ".tex"], description=(
             "Extensions chunked as docs (a LaTeX manual is split at its sectioning commands)."))

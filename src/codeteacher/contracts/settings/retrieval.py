@@ -547,6 +547,34 @@ class FeedbackSettings(_S):
                           "question's own lists.")
 
 
+class SiblingWordsSettings(_S):
+    """Files of one folder among the first ranked: one passes the siblings above it when it
+    clearly holds more of the question's words that tell the folder's files apart (BM25 with
+    document frequencies counted inside the folder, `retrieval/siblings.py`). The folder's
+    shared vocabulary ranks its files close together, often the wrong one first."""
+
+    enabled: bool = Field(default=True, description="Let a sibling that clearly holds the "
+                          "question's distinguishing words pass. On: on the 40 seen sets "
+                          "Comb, Kernels, SNAP and npbench rose (five questions), none fell "
+                          "(eval/README.md, twenty-ninth stop).")
+    top_files: int = Field(default=40, ge=2, description="Distinct files read from the top of "
+                           "the ranking (the ones that compete for the first places; 10, 20 and "
+                           "30 moved fewer questions, none the other way).")
+    margin: float = Field(default=3.0, gt=1, description="A file passes a sibling only when its "
+                          "in-folder score is this many times the sibling's: a clear win, not "
+                          "a reshuffle of near ties (at 2 two sets fell, at 2.5 one; a blend of "
+                          "the two orders instead, Borda counts, fell on two of ten sets).")
+    max_folder_share: float = Field(default=0.25, gt=0, le=1, description="Only folders that "
+                                    "hold at most this share of the repository's files compete "
+                                    "(in a flat code the folder's words are the whole code's, "
+                                    "and the contest would only repeat whole-file BM25; at 0.5 "
+                                    "three sets fell).")
+    scopes: list[str] = Field(default_factory=lambda: ["src", "test", "example"],
+                              description="Scopes whose files compete (code: a document or "
+                              "build file beside the code answers a different question; with "
+                              "every scope, at 40 files, three sets fell).")
+
+
 class RetrievalSettings(_S):
     k: int = Field(default=8, description="Evidence items returned by ask.")
     dense_k: int = Field(default=60, description="Candidates from the vector index.")
@@ -840,3 +868,6 @@ class RetrievalSettings(_S):
         description="The per-file dense list.")
     feedback: FeedbackSettings = Field(default_factory=lambda: FeedbackSettings(),
                                        description="BM25 pseudo-relevance feedback (off).")
+    sibling_words: SiblingWordsSettings = Field(
+        default_factory=lambda: SiblingWordsSettings(),
+        description="Sibling files reordered by the words that tell them apart.")
