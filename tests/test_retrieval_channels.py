@@ -2335,3 +2335,28 @@ def test_inline_implementation_files_a_header_includes_are_parsed_as_code(tmp_pa
                                           for kind, lang in kinds["src/grow.txx"]), kinds
     names = {r.qualified_name for r in store.records if r.path == "src/Planar.I"}
     assert {"Planar::norm", "Planar::scale"} <= names, names
+
+
+def test_the_header_that_declares_a_shown_definition_stays_in_the_evidence(tmp_path):
+    # grid.cpp defines relax_grid, its header only declares it. The declaration is carried by
+    # the definition and, alone, tells nothing, so the context filter dropped it, and with it
+    # the header; with keep_declaring_files it stays: the header is where callers see it.
+    files = {
+        "src/grid.h": "#pragma once\nvoid relax_grid(double* u, int n);\n",
+        "src/grid.cpp": "#include \"grid.h\"\n"
+                        "// One damped sweep over the grid: each value moves towards the mean\n"
+                        "// of its neighbours.\n"
+                        "void relax_grid(double* u, int n) {\n"
+                        "  for (int i = 1; i + 1 < n; ++i)\n"
+                        "    u[i] = 0.5 * u[i] + 0.25 * (u[i - 1] + u[i + 1]);\n}\n",
+    }
+    for name in ("mesh", "output", "timer", "halo", "restart", "units"):
+        files[f"src/{name}.cpp"] = (f"// The {name} helpers.\n"
+                                    f"int {name}_count(int n) {{ return n + 1; }}\n")
+    ix = index_of(tmp_path, files)
+    q = "Where is relax_grid declared and defined?"
+    on = [h.chunk.path for h in engine_with(ix).search(q, k=6)]
+    off = [h.chunk.path for h in engine_with(
+        ix, lambda s: setattr(s.context_filter, "keep_declaring_files", False)).search(q, k=6)]
+    assert "src/grid.cpp" in on and "src/grid.h" in on, on
+    assert "src/grid.cpp" in off and "src/grid.h" not in off, off

@@ -563,8 +563,16 @@ def test_information_scores(engine):
 
 
 def test_filter_drops_a_declaration_only_when_its_definition_is_present(engine):
-    cf = engine.settings.context_filter
+    # (Without keep_declaring_files: by default the header's declaration, its file's only
+    # item, stays beside the definition shown from the source; see the next assertions.)
+    on = engine.settings.context_filter
+    cf = on.model_copy(update={"keep_declaring_files": False})
     definition, declaration = record(engine, DEPOSIT_DEF), record(engine, DEPOSIT_DECL)
+    assert definition.path != declaration.path
+    assert filter_context([definition, declaration], on) == ([0, 1], [])
+    assert filter_context([declaration, definition], on) == ([0, 1], [])
+    late = on.model_copy(update={"declaring_within": 1})  # the definition is not first
+    assert filter_context([declaration, definition], late)[0] == [1]
     kept, dropped = filter_context([definition, declaration], cf)
     assert kept == [0] and dropped[0][0] == 1 and "carried by" in dropped[0][1]
     kept, dropped = filter_context([declaration, definition], cf)
@@ -600,7 +608,15 @@ def test_filter_keeps_the_only_item_of_an_implementation_file_whose_class_is_sho
 
 
 def test_filter_in_the_pipeline(engine, minipic_index):
+    # The header's declaration is its file's only item beside the definition shown from the
+    # source: it stays (keep_declaring_files); without that rule it is dropped as carried.
     hits, trace = traced(engine, "Where is depositChargeCIC?")
+    ids = [h.chunk.id for h in hits]
+    assert DEPOSIT_DEF in ids and DEPOSIT_DECL in ids
+    assert not any(f["chunk_id"] == DEPOSIT_DECL for f in trace.filtered)
+    dropping = variant(minipic_index,
+                       lambda s: setattr(s.context_filter, "keep_declaring_files", False))
+    hits, trace = traced(dropping, "Where is depositChargeCIC?")
     ids = [h.chunk.id for h in hits]
     assert DEPOSIT_DEF in ids and DEPOSIT_DECL not in ids
     assert any(f["chunk_id"] == DEPOSIT_DECL and "carried by" in f["reason"]

@@ -61,18 +61,29 @@ def _carrier(c: Chunk, stronger: list[Chunk]) -> Chunk | None:
     return None
 
 
+def _declares(c: Chunk, carrier: Chunk) -> bool:
+    """`c` is the declaration of what `carrier` defines (a header's prototype)."""
+    return (c.kind == "declaration" or c.is_declaration) and bool(c.qualified_name) \
+        and carrier.qualified_name == c.qualified_name
+
+
 def filter_context(chunks: list[Chunk], settings: ContextFilterSettings, trivial_lines: int = 2
                    ) -> tuple[list[int], list[tuple[int, str]]]:
     """Indices of chunks kept (in order) and (index, reason) of those dropped."""
     info = [information(c, trivial_lines, settings.information) for c in chunks]
     per_file = Counter(c.path for c in chunks)
+    place = {}  # chunk id -> its first place in the order
+    for j, c in enumerate(chunks):
+        place.setdefault(c.id, j)
     kept, dropped = [], []
     for i, c in enumerate(chunks):
         if info[i] < settings.min_info:
             stronger = [chunks[j] for j in range(len(chunks)) if j != i and info[j] > info[i]]
             carrier = _carrier(c, stronger)
             if carrier is not None and settings.keep_files and carrier.path != c.path \
-                    and per_file[c.path] == 1 and not low_signal(c, trivial_lines):
+                    and per_file[c.path] == 1 and (not low_signal(c, trivial_lines) or (
+                        settings.keep_declaring_files and _declares(c, carrier)
+                        and place[carrier.id] < settings.declaring_within)):
                 carrier = None  # the only item of its file: the file would leave the evidence
             if carrier is not None:
                 dropped.append((i, f"carried by {carrier.qualified_name or carrier.name} "

@@ -421,6 +421,16 @@ class ContextFilterSettings(_S):
                              "stub (rerank.low_signal): dropping it took the file out of the "
                              "evidence (an implementation file whose class is shown from the "
                              "header; one corpus up, the rest level).")
+    keep_declaring_files: bool = Field(default=True, description="With keep_files, a bare "
+                                       "declaration whose definition is shown from another "
+                                       "file stays too when it is its file's only item: the "
+                                       "header that declares it is part of the answer (on the "
+                                       "43 seen sets CoEVP, Comb, Kernels, PathFinder and VPFFT "
+                                       "rose, six questions; none fell).")
+    declaring_within: int = Field(default=5, ge=1, description="...when that definition is "
+                                  "among the first this many items: a late definition's header "
+                                  "would only push other files out (without the limit one set "
+                                  "lost a file at @10; 3 and 8 as 5).")
     information: InformationWeights = Field(default_factory=lambda: InformationWeights(),
                                             description=InformationWeights.__doc__)
 
