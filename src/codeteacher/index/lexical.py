@@ -144,7 +144,8 @@ class SavedScores:
         arr = {k: np.load(folder / f"{k}.csc.index.npy") for k in ("data", "indices", "indptr")}
         self.data, self.indices, self.indptr = arr["data"], arr["indices"], arr["indptr"]
         self.vocab_dict = json.loads((folder / "vocab.index.json").read_text(encoding="utf-8"))
-        self.scores = {"num_docs": int(params["num_docs"])}
+        # The same `scores` map a built bm25s index keeps (its CSC arrays and size).
+        self.scores = {**arr, "num_docs": int(params["num_docs"])}
         self.dtype = np.dtype(params.get("dtype", "float32"))
 
     @classmethod
@@ -212,16 +213,14 @@ class LexicalIndex:
         return np.asarray(self._r.get_scores(known), dtype=np.float32)
 
     def column(self, token: str) -> tuple[np.ndarray, np.ndarray]:
-        """The documents that hold `token` and its BM25 score in each (both index kinds keep
-        these columns: a built bm25s index in `scores`, a loaded one in `SavedScores`)."""
+        """The documents that hold `token` and its BM25 score in each (the CSC column that a
+        built bm25s index and a loaded `SavedScores` both keep in `scores`)."""
         i = self.vocab.get(token)
         if i is None or not token:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        arr = self._r if isinstance(self._r, SavedScores) else None
-        data, indices, indptr = (arr.data, arr.indices, arr.indptr) if arr is not None else \
-            (self._r.scores["data"], self._r.scores["indices"], self._r.scores["indptr"])
-        a, b = indptr[i], indptr[i + 1]
-        return np.asarray(indices[a:b]), np.asarray(data[a:b], dtype=np.float32)
+        csc = self._r.scores
+        a, b = csc["indptr"][i], csc["indptr"][i + 1]
+        return np.asarray(csc["indices"][a:b]), np.asarray(csc["data"][a:b], dtype=np.float32)
 
     def save(self, folder: Path) -> None:
         import json

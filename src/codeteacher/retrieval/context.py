@@ -42,13 +42,19 @@ def information(c: Chunk, trivial_lines: int = 2, w: InformationWeights | None =
     return max(0.0, min(1.0, score))
 
 
+def _defines(s: Chunk, c: Chunk) -> bool:
+    """`s` is the definition of what the declaration `c` declares (a header's prototype)."""
+    return bool(c.qualified_name) and s.qualified_name == c.qualified_name \
+        and not s.is_declaration and s.kind != "declaration" \
+        and (c.kind == "declaration" or c.is_declaration)
+
+
 def _carrier(c: Chunk, stronger: list[Chunk]) -> Chunk | None:
     """A chunk in `stronger` that carries c's content (definition, owner class, enclosing)."""
     for s in stronger:
         if s.id == c.id:
             continue
-        if c.qualified_name and s.qualified_name == c.qualified_name and not s.is_declaration \
-                and s.kind != "declaration" and (c.kind == "declaration" or c.is_declaration):
+        if _defines(s, c):
             return s  # the definition carries its declaration
         if c.class_name and s.kind in ("class", "struct", "union") and s.name == c.class_name \
                 and any(c.name in m for m in s.members):
@@ -61,20 +67,11 @@ def _carrier(c: Chunk, stronger: list[Chunk]) -> Chunk | None:
     return None
 
 
-def _declares(c: Chunk, carrier: Chunk) -> bool:
-    """`c` is the declaration of what `carrier` defines (a header's prototype)."""
-    return (c.kind == "declaration" or c.is_declaration) and bool(c.qualified_name) \
-        and carrier.qualified_name == c.qualified_name
-
-
 def filter_context(chunks: list[Chunk], settings: ContextFilterSettings, trivial_lines: int = 2
                    ) -> tuple[list[int], list[tuple[int, str]]]:
     """Indices of chunks kept (in order) and (index, reason) of those dropped."""
     info = [information(c, trivial_lines, settings.information) for c in chunks]
     per_file = Counter(c.path for c in chunks)
-    place = {}  # chunk id -> its first place in the order
-    for j, c in enumerate(chunks):
-        place.setdefault(c.id, j)
     kept, dropped = [], []
     for i, c in enumerate(chunks):
         if info[i] < settings.min_info:
@@ -82,8 +79,8 @@ def filter_context(chunks: list[Chunk], settings: ContextFilterSettings, trivial
             carrier = _carrier(c, stronger)
             if carrier is not None and settings.keep_files and carrier.path != c.path \
                     and per_file[c.path] == 1 and (not low_signal(c, trivial_lines) or (
-                        settings.keep_declaring_files and _declares(c, carrier)
-                        and place[carrier.id] < settings.declaring_within)):
+                        settings.keep_declaring_files and _defines(carrier, c)
+                        and chunks.index(carrier) < settings.declaring_within)):
                 carrier = None  # the only item of its file: the file would leave the evidence
             if carrier is not None:
                 dropped.append((i, f"carried by {carrier.qualified_name or carrier.name} "

@@ -657,7 +657,7 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
     if settings.cross_encoder.model:
         cross_encode(ranked, store.records, question, settings.cross_encoder)
         ranked.sort(key=lambda c: -c.score)
-    if rs.sibling_words.enabled and sibling_contest(store, ranked, qa.tokens, rs.sibling_words):
+    if sibling_contest(store, ranked, qa.tokens, rs.sibling_words):
         ranked.sort(key=lambda c: -c.score)
     added = []
     if settings.expansion.enabled and allowed is None:
