@@ -298,15 +298,16 @@ def _means(per_cat) -> dict:
 
 def evaluate_peer(search_fn, qset: QuestionSet, gold: dict) -> dict:
     per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    misses, per_q = [], {}  # as for ours, so that --json shows what a peer finds that we do not
-    for q in qset.questions:
+    misses, per_q, tops = [], {}, {}  # as for ours: --json shows what a peer finds that we
+    for q in qset.questions:          # do not, and its lists allow offline fusion studies
         g = gold[q["id"]]
         if g:
             got = [qset.key(p) for p in search_fn(q["question"])]
+            tops[q["id"]] = got
             _add(per_cat, q["category"], g, got, per_q, q["id"])
             if _recall(g, got, 5) < 1:
                 misses.append({"id": q["id"], "gold": g, "top5": got[:5]})
-    return {"recall": _means(per_cat), "misses": misses, "per_question": per_q}
+    return {"recall": _means(per_cat), "misses": misses, "tops": tops, "per_question": per_q}
 
 
 def run_set(qset: QuestionSet, base, runs: dict) -> dict:

@@ -87,3 +87,23 @@ def test_several_question_files_are_pooled_and_split_by_corpus(tmp_path):
     sets = _bench().load_sets(args)
     assert [(s.name, [x["id"] for x in s.questions]) for s in sets] == [
         ("A", ["a1", "a2"]), ("B", ["b1"])]
+
+
+def test_the_peers_ranked_files_are_kept_beside_their_recall(minipic_index, default_settings):
+    """--json keeps each peer's ranked files, as it keeps ours, so a fusion of the lists can
+    be studied offline; the recall stored beside them is the recall of those very lists."""
+    from codeteacher.api import Engine
+
+    bench = _bench()
+    question = {"id": "m1", "corpus": "minipic", "category": "algorithm",
+                "question": "How is the charge of each particle deposited onto the grid?",
+                "gold_files": ["src/deposit.cpp", "src/fft_poisson.cpp"]}
+    qset = bench.QuestionSet("minipic", str(minipic_index), [question], by_basename=False)
+    out = bench.run_set(qset, default_settings, {"full": {}})
+    peer = bench.FilePeer(Engine.load(str(minipic_index)).store)
+    expected = peer.search(question["question"], bench.K_MAX)
+    assert expected and out["bm25 files"]["tops"]["m1"] == expected
+    for label in ("bm25 files", "fused", "full"):
+        got = out[label]["tops"]["m1"]
+        assert out[label]["per_question"]["m1"] == [
+            bench._recall(question["gold_files"], got, k) for k in (5, 10)]
