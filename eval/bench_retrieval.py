@@ -298,8 +298,10 @@ def _means(per_cat) -> dict:
 
 def evaluate_peer(search_fn, qset: QuestionSet, gold: dict) -> dict:
     per_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    misses, per_q, tops = [], {}, {}  # as for ours: --json shows what a peer finds that we
-    for q in qset.questions:          # do not, and its lists allow offline fusion studies
+    # As for ours: --json shows what a peer finds that we do not, and its ranked lists let a
+    # fusion with ours be studied offline.
+    misses, per_q, tops = [], {}, {}
+    for q in qset.questions:
         g = gold[q["id"]]
         if g:
             got = [qset.key(p) for p in search_fn(q["question"])]
