@@ -381,3 +381,39 @@ def test_a_document_name_as_a_dotted_part_is_a_document(tmp_path):
     assert kinds["docs/results.dat"] == ("dat", "script")  # no document name: data as before
     assert kinds["tools/readme_tool.py"] == ("py", "script")
     assert kinds["data/notes.csv"] == ("csv", "script")  # a lower-case word is only a name
+
+
+def test_make_syntax_makes_a_build_file_whatever_its_name(tmp_path):
+    """Make include files and per-platform make files carry no name a list could hold
+    (make.inc.gcc, flags.makefile, make_targets, Make.Linux_MPI): their lines are make's. A
+    parameter file of `key = value` lines, a shell run script and a Fortran include list are
+    not, though each line alone could be."""
+    _tree(tmp_path, {
+        "src/make.inc.gcc": "# GNU compilers\nFC = gfortran\nFFLAGS = -O3 \\\n  -fopenmp\n"
+                            "ifeq ($(DEBUG),yes)\n  FFLAGS += -g\nendif\n",
+        "common/flags.makefile": "CXX ?= g++\nCXXFLAGS := -O2 $(EXTRA)\n",
+        "ref/make_targets": "OBJS = a.o b.o\n\nall: prog.x\n\nprog.x: $(OBJS)\n"
+                            "\t$(CXX) -o $@ $(OBJS)\n\nclean:\n\trm -f *.o\n",
+        "problems/case.params": "nx = 64\nny = 64\ndt = 0.01\nend_time = 1.0\n",
+        "common/make.defs.gcc": "VERSION=-14\nCC=gcc${VERSION} -std=c11\nCFLAGS+=-O3\n",
+        # No make-only line, but the name says make; the same lines under another name are a
+        # parameter file.
+        "examples/make.inc.site": "USE_PETSC = 1\nPETSC_INC = -I/opt/petsc/include\n",
+        "examples/site.inc": "USE_PETSC = 1\nPETSC_INC = -I/opt/petsc/include\n",
+        "examples/run.local": "NUM=4\nexport OMP_NUM_THREADS=1\nmpirun -n $NUM ./sweep.x in\n",
+        "examples/run.env": "OUT=${HOME}/runs\nmkdir -p ${OUT}\ncd ${OUT}\n./sweep.x in\n",
+        "src/TOTAL": "      include 'SIZE'\n      include 'INPUT'\n",
+    })
+    kinds = {f.path: (f.language, f.category, f.scope) for f in collect(tmp_path).files}
+    assert kinds["src/make.inc.gcc"] == ("make", "build", "build")
+    assert kinds["common/flags.makefile"] == ("make", "build", "build")
+    assert kinds["ref/make_targets"] == ("make", "build", "build")
+    assert kinds["problems/case.params"] == ("params", "script", "src")  # no make-only line
+    assert kinds["common/make.defs.gcc"] == ("make", "build", "build")
+    assert kinds["examples/make.inc.site"] == ("make", "build", "build")
+    assert kinds["examples/site.inc"] == ("inc", "script", "example")
+    assert kinds["examples/run.local"][1] == "script"  # shell: $NUM, not $(NUM)
+    assert kinds["examples/run.env"][1] == "script"  # ${OUT}, but its commands are no make
+    assert kinds["src/TOTAL"][1] == "script"  # a quoted include is Fortran's or C's
+    off = {f.path: f.category for f in collect(tmp_path, CollectSettings(make_min_share=2)).files}
+    assert off["src/make.inc.gcc"] == off["ref/make_targets"] == "script"

@@ -447,15 +447,16 @@ def test_a_file_classified_otherwise_is_parsed_again(tmp_path, default_settings)
     # Cached chunks are reused per file hash only while collect classifies the file the same
     # way: made a build file by a settings change, its chunks are build chunks at once.
     repo = _small_repo(tmp_path / "repo")
-    (repo / "Make.rules").write_text("CXX = g++\nCXXFLAGS = -O2 -fopenmp\n")
+    # (No make-only line and no make name: a parameter file to collect, by content.)
+    (repo / "compiler.rules").write_text("CXX = g++\nCXXFLAGS = -O2 -fopenmp\n")
     out = tmp_path / "idx"
     build_index(repo, out=out, settings=default_settings)
 
     def kinds():
-        return {r.kind for r in read_jsonl(out / L.RECORDS, Chunk) if r.path == "Make.rules"}
+        return {r.kind for r in read_jsonl(out / L.RECORDS, Chunk) if r.path == "compiler.rules"}
 
     assert "build" not in kinds()
     as_build = default_settings.model_copy(deep=True)
-    as_build.collect.build_names = [*as_build.collect.build_names, "Make.rules"]
+    as_build.collect.build_names = [*as_build.collect.build_names, "compiler.rules"]
     report = build_index(repo, out=out, settings=as_build)
     assert report.parsed == 1 and "build" in kinds()

@@ -621,6 +621,7 @@ def test_identical_copies_are_shown_once(tmp_path):
     assert len([p for p in shown if p.endswith("in.lattice")]) == 1
     off = Settings()
     off.retrieval.one_of_identical = False
+    off.retrieval.max_data_files_asked = None  # (the question asks about decks: not capped)
     shown = [h.chunk.path for h in Engine.load(ix, off).search(q, k=4)]
     assert len([p for p in shown if p.endswith("in.lattice")]) == 3
 
@@ -669,6 +670,37 @@ def test_build_files_of_mirrored_port_folders_are_one_family(tmp_path):
     on = shown()
     assert len([p for p in on if p.endswith("model.cmake")]) == 1
     assert {"ports/CMakeLists.txt", "tools/CMakeLists.txt"} <= set(on)
+
+
+def test_build_variants_of_one_folder_take_one_of_the_first_slots(tmp_path):
+    # A dozen per-platform make files (setup/Make.<platform>, recognised by their make lines)
+    # say the same thing for different machines: one of them stands for all in the first
+    # five, and the build file and the code that the question also asks about keep their
+    # places. The other variants follow the first five, for a question about several.
+    files = {f"setup/Make.{plat}": (f"# Settings for building with MPI on {plat}.\n"
+                                    f"CXX = mpicxx\nCXXFLAGS = -O3 -DUSE_MPI $(OPT_{plat})\n"
+                                    "LINKFLAGS = $(CXXFLAGS)\n")
+             for plat in ("Linux_MPI", "Mac_MPI", "Cray_MPI", "Intel_MPI", "GCC_MPI")}
+    files["CMakeLists.txt"] = ("# Builds the solver; USE_MPI turns on the halo exchange.\n"
+                               "option(USE_MPI \"build with MPI\" OFF)\n"
+                               "add_executable(solver src/halo.cpp)\n")
+    files["src/halo.cpp"] = ("// Halo exchange between MPI ranks; without USE_MPI nothing is "
+                             "exchanged.\nvoid exchange_halo(double* u) {\n#ifdef USE_MPI\n"
+                             "  send_faces(u);\n#endif\n}\n")
+    ix = index_of(tmp_path, files)
+    q = "Which settings build the solver with MPI, and what does USE_MPI change in the halo?"
+
+    def shown(change=None):
+        return [h.chunk.path for h in engine_with(ix, change).search(q, k=8)]
+
+    off = shown(lambda s: setattr(s.retrieval, "max_build_variants", None))
+    assert len([p for p in off[:5] if p.startswith("setup/Make.")]) >= 2
+    on = shown()
+    assert len([p for p in on[:5] if p.startswith("setup/Make.")]) == 1
+    assert {"CMakeLists.txt", "src/halo.cpp"} <= set(on[:5])
+    assert len([p for p in on if p.startswith("setup/Make.")]) >= 2  # after the first five
+    every = shown(lambda s: setattr(s.retrieval, "build_variant_head", None))
+    assert len([p for p in every if p.startswith("setup/Make.")]) == 1
 
 
 def test_licence_and_changelog_yield_to_code_unless_asked_about(tmp_path):
@@ -789,7 +821,8 @@ def _cases_and_reader(suffix: str, header: str, read_from: str) -> dict[str, str
 def test_no_data_file_unless_the_question_asks_for_them(tmp_path):
     # Three input decks share the question's words with the code that reads them; a question
     # about the code is answered by the code, and decks would crowd out the reader. Asked
-    # about the decks, or listing a folder, all of them come back.
+    # about the decks, two come back beside the code that reads them (all of them without
+    # max_data_files_asked); listing a folder, all of them.
     files = _cases_and_reader(".deck", "input deck", "the input deck")
     files["src/io.cpp"] = ("// Reads the input deck keywords.\nint read_keywords(const char* f) "
                            "{ return f != 0; }\n")
@@ -801,9 +834,12 @@ def test_no_data_file_unless_the_question_asks_for_them(tmp_path):
     decks = lambda paths: [p for p in paths if p.endswith(".deck")]  # noqa: E731
     assert len(decks(free)) >= 2 and len(decks(capped)) == 0, capped
     assert "src/timestep.cpp" in capped and "src/io.cpp" in capped
-    asked = engine_with(ix).search("Which input decks set the courant number and time step?",
-                                   k=4)
-    assert len(decks([h.chunk.path for h in asked])) >= 2
+    about = "Which input decks set the courant number and time step?"
+    asked = [h.chunk.path for h in engine_with(ix).search(about, k=5)]
+    assert len(decks(asked)) == 2 and "src/timestep.cpp" in asked, asked
+    unlimited = [h.chunk.path for h in engine_with(
+        ix, lambda s: setattr(s.retrieval, "max_data_files_asked", None)).search(about, k=5)]
+    assert len(decks(unlimited)) == 3, unlimited
     listed = engine_with(ix).search("time step limit", k=4, paths=["inputs"])
     assert len(decks([h.chunk.path for h in listed])) == 3
 

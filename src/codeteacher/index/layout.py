@@ -26,7 +26,7 @@ from ..contracts.models import Chunk
 # unit's calls are its own, not those of the procedures it contains; 18: a Fortran derived type
 # is a struct chunk; 19: inline-implementation files (.icc, .txx, .i) and C++ module units
 # are C++ code, parsed, not line windows).
-CHUNKER_VERSION = "cpp-ts-19"
+CHUNKER_VERSION = "cpp-ts-20"
 FILES, CHUNKS, FACTS = "files.json", "chunks.jsonl", "file_facts.json"
 STRUCTURE, ENTITIES, EXPLANATIONS = "project_structure.json", "entities.jsonl", "explanations.jsonl"
 RECORDS, VECTORS, VECTOR_KEYS = "records.jsonl", "vectors.npy", "vector_keys.json"

@@ -103,6 +103,57 @@ def _file_kind(name: str, settings: CollectSettings) -> tuple[str, str] | None:
     return None
 
 
+# Make's own syntax, for make files that no name marks (make.inc.gcc, flags.makefile,
+# make_targets, Make.Linux_MPI): a directive (ifeq, endif, vpath, `include file`; not a
+# quoted Fortran or C include), an assignment (=, :=, ?=, +=), a rule (target: deps) with
+# its tab-indented recipe, and continuation lines.
+_MAKE_DIRECTIVE = re.compile(
+    r"^\s*(-?(ifeq|ifneq|ifdef|ifndef|else|endif|define|endef|override|vpath|unexport)\b"
+    r"|-?s?include\s+(?!['\"<])\S|\.(PHONY|SUFFIXES|DEFAULT|PRECIOUS|INTERMEDIATE|"
+    r"SECONDARY|DELETE_ON_ERROR)\s*:)")
+_MAKE_ASSIGN = re.compile(r"^\s*(export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*(\?|:|::|\+|!)?=")
+_MAKE_RULE = re.compile(r"^[^\s#=:][^=:]*::?(?!=)")
+# What make writes and a deck or parameter file does not: $(NAME) and ${NAME} (a shell writes
+# $NAME, and $(cmd args) with spaces), the automatic variables $@ $< $^, make's functions.
+# A shell script that writes ${NAME} fails the share: its commands are no make lines.
+_MAKE_REF = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_]*\)|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[@<^]"
+                       r"|\$\((patsubst|wildcard|shell|subst|addprefix|addsuffix|filter|"
+                       r"filter-out|foreach|notdir|basename|dir|strip|if|origin|info|warning|"
+                       r"error) ")
+
+
+def _reads_as_make(lines: list[str], min_share: float, named: bool = False) -> bool:
+    """Whether non-comment lines are make syntax at least `min_share` of the time, with one
+    line that a deck does not hold (a directive or a make reference, `_MAKE_REF`), or a name
+    that says make (`named`: make.inc.x, whose siblings write $(DIR) where it writes paths):
+    `key = value` alone is how parameter files and input decks are written too."""
+    n = hits = 0
+    continued = in_recipe = False
+    evidence = named
+    for ln in lines:
+        s = ln.strip()
+        if not s or s.startswith("#"):
+            continued = False
+            continue
+        n += 1
+        if continued or (in_recipe and ln.startswith("\t")):
+            hits += 1
+        elif _MAKE_DIRECTIVE.match(ln):
+            hits += 1
+            evidence, in_recipe = True, False
+        elif _MAKE_ASSIGN.match(ln):
+            hits += 1
+            in_recipe = False
+        elif _MAKE_RULE.match(ln):
+            hits += 1
+            in_recipe = True
+        else:
+            in_recipe = False
+        evidence = evidence or _MAKE_REF.search(ln) is not None
+        continued = s.endswith("\\")
+    return evidence and n > 0 and hits >= min_share * n
+
+
 # An interpreter is named by its absolute path ("#!/usr/bin/env python3"); "#![...]" opens a
 # Rust inner attribute, not a script.
 _SHEBANG = re.compile(r"#![ \t]*(/\S+)(?:[ \t]+(\S+))?")
@@ -111,8 +162,9 @@ _PROSE_CHARS = re.compile(r"[A-Za-z.,;:'\"()!?\-]")
 
 def _content_kind(name: str, text: str, settings: CollectSettings) -> tuple[str, str]:
     """(language, category) of a text file not known by name, from generic evidence only:
-    a template (X.in) is classified as X, a shebang makes a script, prose makes a document,
-    and anything else is a configuration or data file (line windows, category script)."""
+    a template (X.in) is classified as X, a shebang makes a script, make syntax a build file,
+    prose a document, and anything else is a configuration or data file (line windows,
+    category script)."""
     low = name.lower()
     for tail in (".in", "in"):  # config.h.in, Makefile.in; foo.cmakein
         inner = name[: -len(tail)] if low.endswith(tail) and len(name) > len(tail) + 1 else ""
@@ -126,6 +178,10 @@ def _content_kind(name: str, text: str, settings: CollectSettings) -> tuple[str,
                              else m.group(1)).name
         return re.sub(r"[\d.]+$", "", prog) or prog, "script"
     lines = [ln for ln in text.splitlines()[:400] if ln.strip()]
+    named = bool(settings.make_name_pattern) and re.search(settings.make_name_pattern, low)
+    if settings.make_min_share <= 1 and _reads_as_make(lines, settings.make_min_share,
+                                                       bool(named)):
+        return "make", "build"
     prose = 0
     for ln in lines:
         words = ln.split()

@@ -87,6 +87,25 @@ def family_key(store: IndexStore, path: str) -> str:
     return dialect if dialect in families(store) else PurePosixPath(path).name
 
 
+def build_variant_key(store: IndexStore, path: str) -> str | None:
+    """The family of a build file that is one of several variants in its folder, told apart
+    by a last dotted part (Make.Linux_MPI and Make.Mac_OMP, make.inc.gcc and make.inc.cray,
+    Makefile.intel and Makefile.pgi): one platform's settings each, so one of them answers
+    for all. A file without the part (the Makefile beside its variants) is its own."""
+    memo = store.memo("build_variants")
+    if not memo:
+        memo[""] = None  # computed (a code without variants leaves the table empty)
+        groups: dict[str, list[str]] = {}
+        for p in store.manifest.files:
+            pp = PurePosixPath(p)
+            stem, dot, tail = pp.name.rpartition(".")
+            if dot and stem and tail and any(store.records[i].scope == "build"
+                                             for i in store.by_path.get(p, ())):
+                groups.setdefault(f"{pp.parent.as_posix()}/{stem}.*", []).append(p)
+        memo.update((p, key) for key, paths in groups.items() if len(paths) > 1 for p in paths)
+    return memo.get(path)
+
+
 @lru_cache(maxsize=50000)
 def is_code_name(name: str) -> bool:
     return PurePosixPath(name).suffix.lower() in PORT_EXT

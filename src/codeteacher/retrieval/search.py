@@ -21,8 +21,8 @@ from ..index.lexical import STOP, tokenize
 from ..index.store import IndexStore
 from .literal import match_literals, match_numbers, numbers
 from .name_variants import unnamed_variants
-from .ports import (PortRules, family_key, is_code_name, language_words, mirrored, other_port,
-                    plainest_twin, same_code, unnamed_versions)
+from .ports import (PortRules, build_variant_key, family_key, is_code_name, language_words,
+                    mirrored, other_port, plainest_twin, same_code, unnamed_versions)
 from .query import QueryAnalysis, analyze
 from .rerank import CODE as CODE_KINDS
 from .rerank import low_signal
@@ -413,7 +413,9 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
            pool_size: int = 40, replace_modules: bool = False,
            one_of_identical: bool = False, mirror_share: float = 2.0,
            caps: list[FileCap] = (), trivial_lines: int = 0,
-           one_thing: Callable[[str, str], bool] | None = None) -> list[Candidate]:
+           one_thing: Callable[[str, str], bool] | None = None,
+           max_variants: int | None = None, variant_head: int | None = None
+           ) -> list[Candidate]:
     """Greedy pick: no duplicates (a part whose whole is shown, the same lines twice), at most
     `max_per_file` per file, and each further chunk of an already shown file pays a penalty so
     that distinct relevant files surface before a third chunk of the same file. Files with the
@@ -425,7 +427,10 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     sub-folder is one build file each, a model.cmake per port folder is one answer. Each of
     `caps` bounds the files of one kind (data files, documents). With `one_thing`, a code file
     joins its name's family only when it is one thing with a member shown (`ports.same_code`:
-    a port or a copy, not a driver beside the kernel of the same name)."""
+    a port or a copy, not a driver beside the kernel of the same name). With
+    `max_variants`, a folder's build-file variants (`ports.build_variant_key`: Make.Linux,
+    Make.Mac) are a family of at most that many files among the first `variant_head` picks
+    (None: all); the others wait until then."""
     chosen: list[Candidate] = []
     seen_ranges: set[tuple] = set()
     chosen_ids: set[str] = set()
@@ -435,7 +440,11 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
     content = store.manifest.files  # path -> sha256 of the file's bytes
     size = max(4 * k, pool_size)
     pool, rest = list(ranked[:size]), ranked[size:]
+    waiting: list[Candidate] = []  # build variants held back from the first picks
     while len(chosen) < k:
+        if waiting and variant_head is not None and len(chosen) >= variant_head:
+            pool += waiting
+            waiting = []
         if not pool:
             # Copies, ports and capped kinds can use up the pool (a code with a dozen port
             # folders): the next candidates fill the answer, rather than a short one.
@@ -487,8 +496,16 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
                 r = store.records[best.idx]
         # A call-chain entity spans its root function's lines but says something else.
         key = (r.path, r.start_line, r.end_line, r.kind == "call_chain")
-        name = family_key(store, r.path)
-        if not is_code_name(name):
+        variant = build_variant_key(store, r.path) if max_variants else None
+        name = variant or family_key(store, r.path)
+        if variant:
+            family = per_name[name]
+            if r.path not in family and len(family) >= max_variants:
+                if variant_head is not None and len(chosen) < variant_head:
+                    waiting.append(best)
+                if variant_head is None or len(chosen) < variant_head:
+                    continue
+        elif not is_code_name(name):
             family = {p for p in per_name[name] if mirrored(store, p, r.path, mirror_share)}
         elif one_thing is not None:
             family = {p for p in per_name[name] if p == r.path or one_thing(p, r.path)}
@@ -499,7 +516,8 @@ def select(store: IndexStore, ranked: list[Candidate], k: int, max_per_file: int
             continue
         if key in seen_ranges or (r.parent_id and r.parent_id in chosen_ids) \
                 or per_file[r.path] >= max_per_file \
-                or (max_per_name and r.path not in family and len(family) >= max_per_name) \
+                or (not variant and max_per_name and r.path not in family
+                    and len(family) >= max_per_name) \
                 or (one_of_identical and copy_of.get(content.get(r.path, r.path), r.path)
                     != r.path):
             continue
@@ -587,8 +605,8 @@ def follow_the_rest(pool: list[Candidate], moved: Callable[[Candidate], bool],
 
 def _file_caps(store: IndexStore, rs, question: str, wanted: list[str],
                named: frozenset[str] = frozenset()) -> list[FileCap]:
-    """Data files (decks, reference outputs: `max_data_files`) unless the question asks
-    about them, and documents (`max_doc_files`) unless it asks for documentation. A file the
+    """Data files (decks, reference outputs: `max_data_files`, or `max_data_files_asked`
+    when the question asks about them), and documents (`max_doc_files`) unless it asks for documentation. A file the
     question names (`named`, with `rs.named_files_uncapped`) is never capped: "instead of
     editing params.dat" asks about that file."""
     caps = []
@@ -597,10 +615,11 @@ def _file_caps(store: IndexStore, rs, question: str, wanted: list[str],
     def counted(holds: Callable[[Chunk], bool]) -> Callable[[Chunk], bool]:
         return lambda r: r.path not in free and holds(r)
 
-    if rs.max_data_files is not None and not cue_pattern(rs.data_cue).search(question.lower()):
+    asked = cue_pattern(rs.data_cue).search(question.lower()) is not None
+    limit = rs.max_data_files_asked if asked else rs.max_data_files
+    if limit is not None:
         programs = frozenset(rs.program_languages)
-        caps.append(FileCap(counted(lambda r: _is_data_file(store, r.path, programs)),
-                            rs.max_data_files))
+        caps.append(FileCap(counted(lambda r: _is_data_file(store, r.path, programs)), limit))
     if rs.max_doc_files is not None and "documentation" not in wanted:
         caps.append(FileCap(counted(lambda r: r.scope == "docs"), rs.max_doc_files))
     return caps
@@ -676,7 +695,8 @@ def search(store: IndexStore, embedder, question: str, settings: Settings, k: in
                   _file_caps(store, rs, question, qa.wanted, frozenset(qa.named_files)),
                   settings.rerank.trivial_lines if rs.skip_trivial_inner else 0,
                   (lambda a, b: same_code(store, a, b, rs.port_share, rs.port_qualified_names))
-                  if rs.name_family_ports else None)
+                  if rs.name_family_ports else None, rs.max_build_variants,
+                  rs.build_variant_head)
     # The question's words as they name port and version folders ("C++" names cpp/).
     languages = language_words(question, rs.language_words)
     folder_asks = qa.tokens + languages

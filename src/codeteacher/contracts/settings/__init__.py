@@ -102,6 +102,17 @@ class CollectSettings(Section):
                                    "under the size limit too (templates, input decks, licences, "
                                    "CI and container files): text is recognised by content (no "
                                    "NUL byte, valid UTF-8), not by a list of names.")
+    make_min_share: float = Field(default=0.7, ge=0.0, description="An unrecognised text "
+                                  "file whose non-comment lines are make syntax at least this "
+                                  "often (assignments, rules and recipes, directives), with "
+                                  "one line only make writes ($(NAME), $@, ifeq, vpath), is a "
+                                  "build file: make.inc.gcc, flags.makefile, make_targets. "
+                                  "Without the make-only line, key = value lines are a "
+                                  "parameter file. > 1 = off.")
+    make_name_pattern: Regex = Field(default=r"^(gnu)?make(file)?([._]|$)", description=(
+        "Lower-case file names that say make (make.inc.x, Make.Linux, make_targets, "
+        "Makefile_mpi): with make syntax (make_min_share) they are build files even when no "
+        "line is make's alone. Not 'makenek': one word. '' = none."))
     prose_min_share: float = Field(default=0.5, ge=0.0, le=1.0, description="An unrecognised "
                                    "text file whose non-empty lines read as prose at least this "
                                    "often is chunked as a document (sections); otherwise as a "

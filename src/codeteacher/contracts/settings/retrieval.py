@@ -667,6 +667,16 @@ class RetrievalSettings(_S):
                                     "other 35 level, but a new set lost a question (a "
                                     "command-line tool's file of the library's name took a "
                                     "slot).")
+    max_build_variants: int | None = Field(default=1, ge=1, description="Build files of "
+                                           "one folder that differ only by a last dotted part "
+                                           "(Make.Linux_MPI, Make.Mac_OMP; make.inc.gcc, "
+                                           "make.inc.cray) shown at most: a platform's "
+                                           "settings each, and a dozen of them filled the "
+                                           "answer to a build question. null = no limit.")
+    build_variant_head: int | None = Field(default=5, ge=0, description="The first picks "
+                                           "that max_build_variants holds for; the other "
+                                           "variants follow them, for a question that asks "
+                                           "for several platforms. null = all picks.")
     mirror_share: float = Field(default=0.5, ge=0, description="Other files (build scripts, "
                                 "decks) of one base name are one family too when their folders "
                                 "mirror each other: the folders' file-name sets overlap by at "
@@ -679,6 +689,14 @@ class RetrievalSettings(_S):
                                        "about the code is answered by the code that reads "
                                        "them (0 instead of 1: one held-aside corpus up two "
                                        "questions, seven other sets level). null = no limit.")
+    max_data_files_asked: int | None = Field(default=2, ge=0, description="Data files "
+                                             "shown at most when the question asks about "
+                                             "them (data_cue): a question about the decks "
+                                             "still wants the code that reads them, and ten "
+                                             "decks of one folder filled two answers (2 "
+                                             "instead of no limit: two corpora up a question "
+                                             "each, the other 44 sets level; 1 the same). "
+                                             "null = no limit.")
     max_doc_files: int | None = Field(default=1, ge=0, description="Document files shown "
                                       "at most unless the question asks for documentation "
                                       "(routing.entity_cues): one leaves room for the code it "
