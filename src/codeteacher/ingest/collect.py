@@ -178,9 +178,8 @@ def _content_kind(name: str, text: str, settings: CollectSettings) -> tuple[str,
                              else m.group(1)).name
         return re.sub(r"[\d.]+$", "", prog) or prog, "script"
     lines = [ln for ln in text.splitlines()[:400] if ln.strip()]
-    named = bool(settings.make_name_pattern) and re.search(settings.make_name_pattern, low)
-    if settings.make_min_share <= 1 and _reads_as_make(lines, settings.make_min_share,
-                                                       bool(named)):
+    named = bool(settings.make_name_pattern and re.search(settings.make_name_pattern, low))
+    if settings.make_min_share <= 1 and _reads_as_make(lines, settings.make_min_share, named):
         return "make", "build"
     prose = 0
     for ln in lines:

@@ -606,8 +606,8 @@ def follow_the_rest(pool: list[Candidate], moved: Callable[[Candidate], bool],
 def _file_caps(store: IndexStore, rs, question: str, wanted: list[str],
                named: frozenset[str] = frozenset()) -> list[FileCap]:
     """Data files (decks, reference outputs: `max_data_files`, or `max_data_files_asked`
-    when the question asks about them), and documents (`max_doc_files`) unless it asks for documentation. A file the
-    question names (`named`, with `rs.named_files_uncapped`) is never capped: "instead of
+    when the question asks about them), and documents (`max_doc_files`) unless it asks for
+    documentation. A file the question names (`named`, with `rs.named_files_uncapped`) is never capped: "instead of
     editing params.dat" asks about that file."""
     caps = []
     free = named if rs.named_files_uncapped else frozenset()
